@@ -1,0 +1,190 @@
+"""The three tiers: pages (STM and MTM), segments with their heat history, and long-term personal memory."""
+
+from __future__ import annotations
+
+from django.contrib.postgres.fields import ArrayField
+from django.db import models
+from pgvector.django import VectorField
+
+from memory.models.tenancy import Assistant, EndUser, MemorySpace
+
+
+class Tier(models.TextChoices):
+    SHORT_TERM = "stm", "Short-term"
+    MID_TERM = "mtm", "Mid-term"
+
+
+class PageSource(models.TextChoices):
+    CHAT = "chat", "Chat"
+    API = "api", "API"
+    IMPORT = "import", "Import"
+    DEMO = "demo", "Demo"
+
+
+class Page(models.Model):
+    """One turn: the user's message and the assistant's reply.
+
+    In STM while `tier` is stm. Evicted pages are mid-term; `segment` is null until the updating task has placed
+    them ("pending"). `prev_page` links the dialogue chain and lives in the database, so it survives restarts.
+    """
+
+    space = models.ForeignKey(MemorySpace, on_delete=models.CASCADE, related_name="pages")
+    seq = models.BigIntegerField()
+    user_message = models.TextField()
+    assistant_reply = models.TextField()
+    at = models.DateTimeField()
+    tier = models.CharField(max_length=3, choices=Tier.choices, default=Tier.SHORT_TERM)
+    segment = models.ForeignKey("Segment", null=True, blank=True, on_delete=models.CASCADE, related_name="pages")
+    prev_page = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="next_page"
+    )
+    chain_summary = models.TextField(blank=True)
+    topic_summary = models.TextField(blank=True)
+    keywords = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    embedding = VectorField(null=True, blank=True)
+    topic_embedding = VectorField(null=True, blank=True)
+    analysed = models.BooleanField(default=False)
+    pinned = models.BooleanField(default=False)
+    source = models.CharField(max_length=8, choices=PageSource.choices, default=PageSource.CHAT)
+    source_ref = models.CharField(max_length=200, blank=True)
+    source_meta = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["space", "seq"], name="page_seq_per_space"),
+            models.CheckConstraint(
+                condition=~models.Q(tier="stm") | models.Q(segment__isnull=True), name="stm_page_has_no_segment"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["space", "tier", "seq"], name="page_space_tier_seq"),
+            models.Index(fields=["segment", "seq"], name="page_segment_seq"),
+        ]
+
+    @property
+    def text(self) -> str:
+        return f"User: {self.user_message}\nAssistant: {self.assistant_reply}"
+
+    def __str__(self) -> str:
+        return f"page {self.seq} of {self.space_id}"
+
+
+class Segment(models.Model):
+    """Pages grouped by topic. Heat is derived from the counters at read time (memory.heat)."""
+
+    space = models.ForeignKey(MemorySpace, on_delete=models.CASCADE, related_name="segments")
+    summary = models.TextField()
+    keywords = ArrayField(models.CharField(max_length=64), default=list, blank=True)
+    embedding = VectorField(null=True, blank=True)
+    n_visit = models.IntegerField(default=0)
+    l_interaction = models.IntegerField(default=0)
+    last_touched_at = models.DateTimeField()
+    pinned = models.BooleanField(default=False)
+    locked = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=models.Q(n_visit__gte=0), name="segment_n_visit_non_negative"),
+            models.CheckConstraint(
+                condition=models.Q(l_interaction__gte=0), name="segment_l_interaction_non_negative"
+            ),
+        ]
+        indexes = [models.Index(fields=["space", "last_touched_at"], name="segment_space_touched")]
+
+    def __str__(self) -> str:
+        return self.summary[:80]
+
+
+class HeatEvent(models.TextChoices):
+    CREATED = "created", "Created"
+    MERGED = "merged", "Merged"
+    VISITED = "visited", "Visited"
+    PROMOTED = "promoted", "Promoted"
+    DECAYED = "decayed", "Decayed"
+    EDITED = "edited", "Edited"
+
+
+class HeatSample(models.Model):
+    """A segment's heat and its components at one moment, and the event that changed it."""
+
+    segment = models.ForeignKey(Segment, on_delete=models.CASCADE, related_name="heat_samples")
+    space = models.ForeignKey(MemorySpace, on_delete=models.CASCADE, related_name="heat_samples")
+    at = models.DateTimeField()
+    n_visit = models.IntegerField()
+    l_interaction = models.IntegerField()
+    r_recency = models.FloatField()
+    heat = models.FloatField()
+    event = models.CharField(max_length=10, choices=HeatEvent.choices)
+
+    class Meta:
+        indexes = [models.Index(fields=["segment", "at"], name="heat_sample_segment_at")]
+
+
+class ProfileAuthor(models.TextChoices):
+    SYSTEM = "system", "Automatic updating"
+    OPERATOR = "operator", "Operator"
+    END_USER = "end_user", "End user"
+
+
+class ProfileVersion(models.Model):
+    """One version of a user's profile; the newest is current. Older versions stay for audit."""
+
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="profile_versions")
+    number = models.IntegerField()
+    text = models.TextField()
+    source_segment = models.ForeignKey(
+        Segment, null=True, blank=True, on_delete=models.SET_NULL, related_name="profile_versions"
+    )
+    source_pages = models.ManyToManyField(Page, blank=True, related_name="profile_versions")
+    author = models.CharField(max_length=10, choices=ProfileAuthor.choices, default=ProfileAuthor.SYSTEM)
+    locked = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["end_user", "number"], name="profile_version_number_per_user"),
+        ]
+
+
+class KnowledgeKind(models.TextChoices):
+    USER = "user", "About the user"
+    ASSISTANT = "assistant", "About the assistant"
+
+
+class KnowledgeEntry(models.Model):
+    """A short, dated, self-contained fact. User knowledge belongs to the user; assistant knowledge to the
+    assistant *and* the user it was learnt from (never shared across users)."""
+
+    end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="knowledge")
+    assistant = models.ForeignKey(
+        Assistant, null=True, blank=True, on_delete=models.CASCADE, related_name="knowledge"
+    )
+    kind = models.CharField(max_length=9, choices=KnowledgeKind.choices)
+    text = models.TextField()
+    text_hash = models.CharField(max_length=64)
+    embedding = VectorField(null=True, blank=True)
+    source_pages = models.ManyToManyField(Page, blank=True, related_name="knowledge")
+    source_segment = models.ForeignKey(
+        Segment, null=True, blank=True, on_delete=models.SET_NULL, related_name="knowledge"
+    )
+    pinned = models.BooleanField(default=False)
+    locked = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(models.Q(kind="user", assistant__isnull=True))
+                | (models.Q(kind="assistant", assistant__isnull=False)),
+                name="assistant_knowledge_names_its_assistant",
+            ),
+            models.UniqueConstraint(
+                fields=["end_user", "kind", "assistant", "text_hash"],
+                nulls_distinct=False,
+                name="knowledge_not_stored_twice",
+            ),
+        ]
+        indexes = [models.Index(fields=["end_user", "kind", "created_at"], name="knowledge_owner_created")]

