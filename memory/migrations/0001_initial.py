@@ -9,7 +9,6 @@ from pgvector.django import VectorExtension
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -19,264 +18,506 @@ class Migration(migrations.Migration):
     operations = [
         VectorExtension(),
         migrations.CreateModel(
-            name='Assistant',
+            name="Assistant",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=128)),
-                ('name', models.CharField(max_length=200)),
-                ('persona', models.TextField(blank=True)),
-                ('is_active', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("external_id", models.CharField(max_length=128)),
+                ("name", models.CharField(max_length=200)),
+                ("persona", models.TextField(blank=True)),
+                ("is_active", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='EmbeddingState',
+            name="EmbeddingState",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('model', models.CharField(max_length=200)),
-                ('dimension', models.IntegerField()),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("model", models.CharField(max_length=200)),
+                ("dimension", models.IntegerField()),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Tenant',
+            name="Tenant",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.SlugField(max_length=64, unique=True)),
-                ('name', models.CharField(max_length=200)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slug", models.SlugField(max_length=64, unique=True)),
+                ("name", models.CharField(max_length=200)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='EndUser',
+            name="EndUser",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=128)),
-                ('display_name', models.CharField(blank=True, max_length=200)),
-                ('email', models.EmailField(blank=True, max_length=254)),
-                ('is_active', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_active_at', models.DateTimeField(blank=True, null=True)),
-                ('account', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='end_user', to=settings.AUTH_USER_MODEL)),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='end_users', to='memory.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("external_id", models.CharField(max_length=128)),
+                ("display_name", models.CharField(blank=True, max_length=200)),
+                ("email", models.EmailField(blank=True, max_length=254)),
+                ("is_active", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_active_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "account",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="end_user",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="end_users", to="memory.tenant"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='MemorySpace',
+            name="MemorySpace",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('next_seq', models.BigIntegerField(default=1)),
-                ('paused', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('assistant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memory_spaces', to='memory.assistant')),
-                ('end_user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memory_spaces', to='memory.enduser')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memory_spaces', to='memory.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("next_seq", models.BigIntegerField(default=1)),
+                ("paused", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "assistant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="memory_spaces", to="memory.assistant"
+                    ),
+                ),
+                (
+                    "end_user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="memory_spaces", to="memory.enduser"
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="memory_spaces", to="memory.tenant"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Page',
+            name="Page",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.BigIntegerField()),
-                ('user_message', models.TextField()),
-                ('assistant_reply', models.TextField()),
-                ('at', models.DateTimeField()),
-                ('tier', models.CharField(choices=[('stm', 'Short-term'), ('mtm', 'Mid-term')], default='stm', max_length=3)),
-                ('chain_summary', models.TextField(blank=True)),
-                ('topic_summary', models.TextField(blank=True)),
-                ('keywords', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=64), blank=True, default=list, size=None)),
-                ('embedding', pgvector.django.vector.VectorField(blank=True, null=True)),
-                ('topic_embedding', pgvector.django.vector.VectorField(blank=True, null=True)),
-                ('analysed', models.BooleanField(default=False)),
-                ('pinned', models.BooleanField(default=False)),
-                ('source', models.CharField(choices=[('chat', 'Chat'), ('api', 'API'), ('import', 'Import'), ('demo', 'Demo')], default='chat', max_length=8)),
-                ('source_ref', models.CharField(blank=True, max_length=200)),
-                ('source_meta', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('prev_page', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='next_page', to='memory.page')),
-                ('space', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pages', to='memory.memoryspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("seq", models.BigIntegerField()),
+                ("user_message", models.TextField()),
+                ("assistant_reply", models.TextField()),
+                ("at", models.DateTimeField()),
+                (
+                    "tier",
+                    models.CharField(choices=[("stm", "Short-term"), ("mtm", "Mid-term")], default="stm", max_length=3),
+                ),
+                ("chain_summary", models.TextField(blank=True)),
+                ("topic_summary", models.TextField(blank=True)),
+                (
+                    "keywords",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=64), blank=True, default=list, size=None
+                    ),
+                ),
+                ("embedding", pgvector.django.vector.VectorField(blank=True, null=True)),
+                ("topic_embedding", pgvector.django.vector.VectorField(blank=True, null=True)),
+                ("analysed", models.BooleanField(default=False)),
+                ("pinned", models.BooleanField(default=False)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("chat", "Chat"), ("api", "API"), ("import", "Import"), ("demo", "Demo")],
+                        default="chat",
+                        max_length=8,
+                    ),
+                ),
+                ("source_ref", models.CharField(blank=True, max_length=200)),
+                ("source_meta", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "prev_page",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="next_page",
+                        to="memory.page",
+                    ),
+                ),
+                (
+                    "space",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="pages", to="memory.memoryspace"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Segment',
+            name="Segment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('summary', models.TextField()),
-                ('keywords', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=64), blank=True, default=list, size=None)),
-                ('embedding', pgvector.django.vector.VectorField(blank=True, null=True)),
-                ('n_visit', models.IntegerField(default=0)),
-                ('l_interaction', models.IntegerField(default=0)),
-                ('last_touched_at', models.DateTimeField()),
-                ('pinned', models.BooleanField(default=False)),
-                ('locked', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('space', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='segments', to='memory.memoryspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("summary", models.TextField()),
+                (
+                    "keywords",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=64), blank=True, default=list, size=None
+                    ),
+                ),
+                ("embedding", pgvector.django.vector.VectorField(blank=True, null=True)),
+                ("n_visit", models.IntegerField(default=0)),
+                ("l_interaction", models.IntegerField(default=0)),
+                ("last_touched_at", models.DateTimeField()),
+                ("pinned", models.BooleanField(default=False)),
+                ("locked", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "space",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="segments", to="memory.memoryspace"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ProfileVersion',
+            name="ProfileVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.IntegerField()),
-                ('text', models.TextField()),
-                ('author', models.CharField(choices=[('system', 'Automatic updating'), ('operator', 'Operator'), ('end_user', 'End user')], default='system', max_length=10)),
-                ('locked', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('end_user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='profile_versions', to='memory.enduser')),
-                ('source_pages', models.ManyToManyField(blank=True, related_name='profile_versions', to='memory.page')),
-                ('source_segment', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='profile_versions', to='memory.segment')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.IntegerField()),
+                ("text", models.TextField()),
+                (
+                    "author",
+                    models.CharField(
+                        choices=[("system", "Automatic updating"), ("operator", "Operator"), ("end_user", "End user")],
+                        default="system",
+                        max_length=10,
+                    ),
+                ),
+                ("locked", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "end_user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="profile_versions",
+                        to="memory.enduser",
+                    ),
+                ),
+                ("source_pages", models.ManyToManyField(blank=True, related_name="profile_versions", to="memory.page")),
+                (
+                    "source_segment",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="profile_versions",
+                        to="memory.segment",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='page',
-            name='segment',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='pages', to='memory.segment'),
+            model_name="page",
+            name="segment",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="pages",
+                to="memory.segment",
+            ),
         ),
         migrations.CreateModel(
-            name='KnowledgeEntry',
+            name="KnowledgeEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('user', 'About the user'), ('assistant', 'About the assistant')], max_length=9)),
-                ('text', models.TextField()),
-                ('text_hash', models.CharField(max_length=64)),
-                ('embedding', pgvector.django.vector.VectorField(blank=True, null=True)),
-                ('pinned', models.BooleanField(default=False)),
-                ('locked', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('assistant', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='knowledge', to='memory.assistant')),
-                ('end_user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='knowledge', to='memory.enduser')),
-                ('source_pages', models.ManyToManyField(blank=True, related_name='knowledge', to='memory.page')),
-                ('source_segment', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='knowledge', to='memory.segment')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("user", "About the user"), ("assistant", "About the assistant")], max_length=9
+                    ),
+                ),
+                ("text", models.TextField()),
+                ("text_hash", models.CharField(max_length=64)),
+                ("embedding", pgvector.django.vector.VectorField(blank=True, null=True)),
+                ("pinned", models.BooleanField(default=False)),
+                ("locked", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "assistant",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="knowledge",
+                        to="memory.assistant",
+                    ),
+                ),
+                (
+                    "end_user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="knowledge", to="memory.enduser"
+                    ),
+                ),
+                ("source_pages", models.ManyToManyField(blank=True, related_name="knowledge", to="memory.page")),
+                (
+                    "source_segment",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="knowledge",
+                        to="memory.segment",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='HeatSample',
+            name="HeatSample",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField()),
-                ('n_visit', models.IntegerField()),
-                ('l_interaction', models.IntegerField()),
-                ('r_recency', models.FloatField()),
-                ('heat', models.FloatField()),
-                ('event', models.CharField(choices=[('created', 'Created'), ('merged', 'Merged'), ('visited', 'Visited'), ('promoted', 'Promoted'), ('decayed', 'Decayed'), ('edited', 'Edited')], max_length=10)),
-                ('space', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='heat_samples', to='memory.memoryspace')),
-                ('segment', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='heat_samples', to='memory.segment')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("at", models.DateTimeField()),
+                ("n_visit", models.IntegerField()),
+                ("l_interaction", models.IntegerField()),
+                ("r_recency", models.FloatField()),
+                ("heat", models.FloatField()),
+                (
+                    "event",
+                    models.CharField(
+                        choices=[
+                            ("created", "Created"),
+                            ("merged", "Merged"),
+                            ("visited", "Visited"),
+                            ("promoted", "Promoted"),
+                            ("decayed", "Decayed"),
+                            ("edited", "Edited"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "space",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="heat_samples",
+                        to="memory.memoryspace",
+                    ),
+                ),
+                (
+                    "segment",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="heat_samples", to="memory.segment"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='MemoryEvent',
+            name="MemoryEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('stm_overflow', 'Short-term overflow placed a page'), ('segment_created', 'Segment created'), ('promotion', 'Segment promoted to long-term memory'), ('eviction', 'Segment evicted from mid-term memory'), ('knowledge_dropped', 'Knowledge entry dropped (FIFO)'), ('paused_drop', 'Page dropped while memory was paused')], max_length=20)),
-                ('status', models.CharField(choices=[('ok', 'Done'), ('failed', 'Failed (retryable)')], default='ok', max_length=6)),
-                ('mode', models.CharField(blank=True, max_length=8)),
-                ('target_type', models.CharField(blank=True, max_length=20)),
-                ('target_id', models.BigIntegerField(null=True)),
-                ('detail', models.JSONField(blank=True, default=dict)),
-                ('llm_calls', models.IntegerField(default=0)),
-                ('prompt_tokens', models.IntegerField(default=0)),
-                ('completion_tokens', models.IntegerField(default=0)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('end_user', models.ForeignKey(null=True, on_delete=django.db.models.deletion.CASCADE, related_name='memory_events', to='memory.enduser')),
-                ('space', models.ForeignKey(null=True, on_delete=django.db.models.deletion.CASCADE, related_name='memory_events', to='memory.memoryspace')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memory_events', to='memory.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("stm_overflow", "Short-term overflow placed a page"),
+                            ("segment_created", "Segment created"),
+                            ("promotion", "Segment promoted to long-term memory"),
+                            ("eviction", "Segment evicted from mid-term memory"),
+                            ("knowledge_dropped", "Knowledge entry dropped (FIFO)"),
+                            ("paused_drop", "Page dropped while memory was paused"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("ok", "Done"), ("failed", "Failed (retryable)")], default="ok", max_length=6
+                    ),
+                ),
+                ("mode", models.CharField(blank=True, max_length=8)),
+                ("target_type", models.CharField(blank=True, max_length=20)),
+                ("target_id", models.BigIntegerField(null=True)),
+                ("detail", models.JSONField(blank=True, default=dict)),
+                ("llm_calls", models.IntegerField(default=0)),
+                ("prompt_tokens", models.IntegerField(default=0)),
+                ("completion_tokens", models.IntegerField(default=0)),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "end_user",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memory_events",
+                        to="memory.enduser",
+                    ),
+                ),
+                (
+                    "space",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memory_events",
+                        to="memory.memoryspace",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="memory_events", to="memory.tenant"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Membership',
+            name="Membership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('agent', 'Agent'), ('supervisor', 'Supervisor'), ('dpo', 'Data-protection officer'), ('admin', 'Admin')], max_length=16)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to=settings.AUTH_USER_MODEL)),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='memory.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("agent", "Agent"),
+                            ("supervisor", "Supervisor"),
+                            ("dpo", "Data-protection officer"),
+                            ("admin", "Admin"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="memberships",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="memberships", to="memory.tenant"
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='assistant',
-            name='tenant',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assistants', to='memory.tenant'),
+            model_name="assistant",
+            name="tenant",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="assistants", to="memory.tenant"
+            ),
         ),
         migrations.AddIndex(
-            model_name='segment',
-            index=models.Index(fields=['space', 'last_touched_at'], name='segment_space_touched'),
+            model_name="segment",
+            index=models.Index(fields=["space", "last_touched_at"], name="segment_space_touched"),
         ),
         migrations.AddConstraint(
-            model_name='segment',
-            constraint=models.CheckConstraint(condition=models.Q(('n_visit__gte', 0)), name='segment_n_visit_non_negative'),
+            model_name="segment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("n_visit__gte", 0)), name="segment_n_visit_non_negative"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='segment',
-            constraint=models.CheckConstraint(condition=models.Q(('l_interaction__gte', 0)), name='segment_l_interaction_non_negative'),
+            model_name="segment",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("l_interaction__gte", 0)), name="segment_l_interaction_non_negative"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='profileversion',
-            constraint=models.UniqueConstraint(fields=('end_user', 'number'), name='profile_version_number_per_user'),
+            model_name="profileversion",
+            constraint=models.UniqueConstraint(fields=("end_user", "number"), name="profile_version_number_per_user"),
         ),
         migrations.AddIndex(
-            model_name='page',
-            index=models.Index(fields=['space', 'tier', 'seq'], name='page_space_tier_seq'),
+            model_name="page",
+            index=models.Index(fields=["space", "tier", "seq"], name="page_space_tier_seq"),
         ),
         migrations.AddIndex(
-            model_name='page',
-            index=models.Index(fields=['segment', 'seq'], name='page_segment_seq'),
+            model_name="page",
+            index=models.Index(fields=["segment", "seq"], name="page_segment_seq"),
         ),
         migrations.AddConstraint(
-            model_name='page',
-            constraint=models.UniqueConstraint(fields=('space', 'seq'), name='page_seq_per_space'),
+            model_name="page",
+            constraint=models.UniqueConstraint(fields=("space", "seq"), name="page_seq_per_space"),
         ),
         migrations.AddConstraint(
-            model_name='page',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('tier', 'stm'), _negated=True), ('segment__isnull', True), _connector='OR'), name='stm_page_has_no_segment'),
+            model_name="page",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("tier", "stm"), _negated=True), ("segment__isnull", True), _connector="OR"
+                ),
+                name="stm_page_has_no_segment",
+            ),
         ),
         migrations.AddIndex(
-            model_name='knowledgeentry',
-            index=models.Index(fields=['end_user', 'kind', 'created_at'], name='knowledge_owner_created'),
+            model_name="knowledgeentry",
+            index=models.Index(fields=["end_user", "kind", "created_at"], name="knowledge_owner_created"),
         ),
         migrations.AddConstraint(
-            model_name='knowledgeentry',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('assistant__isnull', True), ('kind', 'user')), models.Q(('assistant__isnull', False), ('kind', 'assistant')), _connector='OR'), name='assistant_knowledge_names_its_assistant'),
+            model_name="knowledgeentry",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("assistant__isnull", True), ("kind", "user")),
+                    models.Q(("assistant__isnull", False), ("kind", "assistant")),
+                    _connector="OR",
+                ),
+                name="assistant_knowledge_names_its_assistant",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='knowledgeentry',
-            constraint=models.UniqueConstraint(fields=('end_user', 'kind', 'assistant', 'text_hash'), name='knowledge_not_stored_twice', nulls_distinct=False),
+            model_name="knowledgeentry",
+            constraint=models.UniqueConstraint(
+                fields=("end_user", "kind", "assistant", "text_hash"),
+                name="knowledge_not_stored_twice",
+                nulls_distinct=False,
+            ),
         ),
         migrations.AddIndex(
-            model_name='heatsample',
-            index=models.Index(fields=['segment', 'at'], name='heat_sample_segment_at'),
+            model_name="heatsample",
+            index=models.Index(fields=["segment", "at"], name="heat_sample_segment_at"),
         ),
         migrations.AddConstraint(
-            model_name='memoryspace',
-            constraint=models.UniqueConstraint(fields=('end_user', 'assistant'), name='one_space_per_user_and_assistant'),
+            model_name="memoryspace",
+            constraint=models.UniqueConstraint(
+                fields=("end_user", "assistant"), name="one_space_per_user_and_assistant"
+            ),
         ),
         migrations.AddIndex(
-            model_name='memoryevent',
-            index=models.Index(fields=['tenant', 'kind', 'created_at'], name='event_tenant_kind_at'),
+            model_name="memoryevent",
+            index=models.Index(fields=["tenant", "kind", "created_at"], name="event_tenant_kind_at"),
         ),
         migrations.AddIndex(
-            model_name='memoryevent',
-            index=models.Index(fields=['end_user', 'created_at'], name='event_user_at'),
+            model_name="memoryevent",
+            index=models.Index(fields=["end_user", "created_at"], name="event_user_at"),
         ),
         migrations.AddConstraint(
-            model_name='membership',
-            constraint=models.UniqueConstraint(fields=('user', 'tenant'), name='one_role_per_tenant'),
+            model_name="membership",
+            constraint=models.UniqueConstraint(fields=("user", "tenant"), name="one_role_per_tenant"),
         ),
         migrations.AddConstraint(
-            model_name='membership',
-            constraint=models.CheckConstraint(condition=models.Q(('role__in', ['agent', 'supervisor', 'dpo', 'admin'])), name='membership_role_known'),
+            model_name="membership",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("role__in", ["agent", "supervisor", "dpo", "admin"])), name="membership_role_known"
+            ),
         ),
         migrations.AddIndex(
-            model_name='enduser',
-            index=models.Index(fields=['tenant', '-last_active_at'], name='end_user_recent'),
+            model_name="enduser",
+            index=models.Index(fields=["tenant", "-last_active_at"], name="end_user_recent"),
         ),
         migrations.AddConstraint(
-            model_name='enduser',
-            constraint=models.UniqueConstraint(fields=('tenant', 'external_id'), name='end_user_external_id_per_tenant'),
+            model_name="enduser",
+            constraint=models.UniqueConstraint(
+                fields=("tenant", "external_id"), name="end_user_external_id_per_tenant"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assistant',
-            constraint=models.UniqueConstraint(fields=('tenant', 'external_id'), name='assistant_external_id_per_tenant'),
+            model_name="assistant",
+            constraint=models.UniqueConstraint(
+                fields=("tenant", "external_id"), name="assistant_external_id_per_tenant"
+            ),
         ),
     ]

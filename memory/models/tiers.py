@@ -35,9 +35,7 @@ class Page(models.Model):
     at = models.DateTimeField()
     tier = models.CharField(max_length=3, choices=Tier.choices, default=Tier.SHORT_TERM)
     segment = models.ForeignKey("Segment", null=True, blank=True, on_delete=models.CASCADE, related_name="pages")
-    prev_page = models.OneToOneField(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="next_page"
-    )
+    prev_page = models.OneToOneField("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="next_page")
     chain_summary = models.TextField(blank=True)
     topic_summary = models.TextField(blank=True)
     keywords = ArrayField(models.CharField(max_length=64), default=list, blank=True)
@@ -88,9 +86,7 @@ class Segment(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(condition=models.Q(n_visit__gte=0), name="segment_n_visit_non_negative"),
-            models.CheckConstraint(
-                condition=models.Q(l_interaction__gte=0), name="segment_l_interaction_non_negative"
-            ),
+            models.CheckConstraint(condition=models.Q(l_interaction__gte=0), name="segment_l_interaction_non_negative"),
         ]
         indexes = [models.Index(fields=["space", "last_touched_at"], name="segment_space_touched")]
 
@@ -159,9 +155,7 @@ class KnowledgeEntry(models.Model):
     assistant *and* the user it was learnt from (never shared across users)."""
 
     end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="knowledge")
-    assistant = models.ForeignKey(
-        Assistant, null=True, blank=True, on_delete=models.CASCADE, related_name="knowledge"
-    )
+    assistant = models.ForeignKey(Assistant, null=True, blank=True, on_delete=models.CASCADE, related_name="knowledge")
     kind = models.CharField(max_length=9, choices=KnowledgeKind.choices)
     text = models.TextField()
     text_hash = models.CharField(max_length=64)
