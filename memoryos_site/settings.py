@@ -163,7 +163,9 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
-CELERY_BEAT_SCHEDULE: dict = {}
+CELERY_BEAT_SCHEDULE: dict = {
+    "requeue-pending-pages": {"task": "memory.tasks.pending_pages_sweep_task", "schedule": 300.0},
+}
 
 # --- Auth -----------------------------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

@@ -36,6 +36,9 @@ class Page(models.Model):
     tier = models.CharField(max_length=3, choices=Tier.choices, default=Tier.SHORT_TERM)
     segment = models.ForeignKey("Segment", null=True, blank=True, on_delete=models.CASCADE, related_name="pages")
     prev_page = models.OneToOneField("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="next_page")
+    chain_head = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="chain_members"
+    )
     chain_summary = models.TextField(blank=True)
     topic_summary = models.TextField(blank=True)
     keywords = ArrayField(models.CharField(max_length=64), default=list, blank=True)

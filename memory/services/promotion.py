@@ -1,0 +1,178 @@
+"""MTM → LPM promotion: profile update and knowledge extraction from hot segments, with FIFO knowledge stores."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from memory.heat import is_hot, segment_heat
+from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
+from memory.models.events import EventKind, EventStatus
+from memory.models.tiers import HeatEvent, KnowledgeKind
+from memory.services.embedding_state import embedder_for_store
+from memory.services.events import event_record
+from memory.services.updating import heat_sample_record, space_updating_lock
+from memory.steps import MemorySteps, StepFailed, TurnText, get_steps
+
+
+@dataclass
+class PromotionReport:
+    promoted: bool = False
+    reason: str = ""
+    profile_version_id: int | None = None
+    knowledge_ids: list[int] = field(default_factory=list)
+    dropped_knowledge_ids: list[int] = field(default_factory=list)
+    analysed_page_ids: list[int] = field(default_factory=list)
+
+
+def text_hash(text: str) -> str:
+    """The identity of a fact's text for duplicate detection (whitespace- and case-insensitive)."""
+    return hashlib.sha256(" ".join(text.lower().split()).encode()).hexdigest()
+
+
+def segment_promote(*, segment_id: int, now: datetime | None = None) -> PromotionReport:
+    """Promote a hot segment's unanalysed pages into the profile and knowledge stores.
+
+    Idempotent: a segment that is gone, no longer hot, or has nothing unanalysed is left alone. Raises StepFailed
+    (after recording a failed event) when a step cannot complete; nothing is stored then.
+    """
+    now = now or timezone.now()
+    space_id = Segment.objects.filter(pk=segment_id).values_list("space_id", flat=True).first()
+    if space_id is None:
+        return PromotionReport(reason="segment gone")
+    space = MemorySpace.objects.select_related("end_user", "assistant").get(pk=space_id)
+    steps = get_steps()
+    try:
+        with transaction.atomic():
+            space_updating_lock(space.id)
+            return _promote(space, segment_id, steps, now)
+    except StepFailed as exc:
+        event_record(
+            space=space,
+            kind=EventKind.PROMOTION,
+            status=EventStatus.FAILED,
+            mode=steps.mode,
+            target_type="segment",
+            target_id=segment_id,
+            usage=exc.usage,
+            error=str(exc),
+        )
+        raise
+
+
+def _promote(space: MemorySpace, segment_id: int, steps: MemorySteps, now: datetime) -> PromotionReport:
+    segment = Segment.objects.filter(pk=segment_id).first()
+    if segment is None:
+        return PromotionReport(reason="segment gone")
+    if not is_hot(segment_heat(segment, now)):
+        return PromotionReport(reason="not hot")
+    pages = list(segment.pages.filter(analysed=False).order_by("seq"))
+    if not pages:
+        return PromotionReport(reason="nothing unanalysed")
+    turns = [TurnText(user_message=p.user_message, assistant_reply=p.assistant_reply, at=p.at) for p in pages]
+    report = PromotionReport(promoted=True, analysed_page_ids=[p.id for p in pages])
+    report.profile_version_id = _profile_update(space, segment, pages, turns, steps)
+    facts = steps.knowledge_extract(pages=turns)
+    report.knowledge_ids = _knowledge_add(space, segment, pages, facts.user, facts.assistant)
+    report.dropped_knowledge_ids = knowledge_enforce_capacity(space=space)
+    Page.objects.filter(id__in=report.analysed_page_ids).update(analysed=True)
+    Segment.objects.filter(pk=segment.pk).update(l_interaction=0)
+    segment.l_interaction = 0
+    heat_sample_record(segment=segment, event=HeatEvent.PROMOTED, now=now)
+    event_record(
+        space=space,
+        kind=EventKind.PROMOTION,
+        mode=steps.mode,
+        target_type="segment",
+        target_id=segment.id,
+        detail={
+            "analysed_page_ids": report.analysed_page_ids,
+            "profile_version_id": report.profile_version_id,
+            "knowledge_ids": report.knowledge_ids,
+            "dropped_knowledge_ids": report.dropped_knowledge_ids,
+        },
+        usage=steps.usage,
+    )
+    return report
+
+
+def _profile_update(
+    space: MemorySpace, segment: Segment, pages: list[Page], turns: list[TurnText], steps: MemorySteps
+) -> int | None:
+    """A new profile version, unless the current one is locked or the text did not change."""
+    current = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number").first()
+    if current is not None and current.locked:
+        return None
+    text = steps.profile_update(profile=current.text if current else "", pages=turns).strip()
+    if not text or (current is not None and text == current.text):
+        return None
+    version = ProfileVersion.objects.create(
+        end_user_id=space.end_user_id,
+        number=(current.number + 1) if current else 1,
+        text=text,
+        source_segment=segment,
+    )
+    version.source_pages.set(pages)
+    return version.id
+
+
+def _knowledge_add(
+    space: MemorySpace, segment: Segment, pages: list[Page], user_facts: list[str], assistant_facts: list[str]
+) -> list[int]:
+    """Store each new fact once, with its own embedding and a link to the pages it came from."""
+    wanted = [(KnowledgeKind.USER, None, f) for f in user_facts] + [
+        (KnowledgeKind.ASSISTANT, space.assistant_id, f) for f in assistant_facts
+    ]
+    existing = set(
+        KnowledgeEntry.objects.filter(end_user_id=space.end_user_id).values_list("kind", "assistant_id", "text_hash")
+    )
+    fresh = []
+    for kind, assistant_id, text in wanted:
+        key = (kind, assistant_id, text_hash(text))
+        if text.strip() and key not in existing:
+            existing.add(key)
+            fresh.append((kind, assistant_id, text.strip()))
+    if not fresh:
+        return []
+    vectors = embedder_for_store().embed([text for _, _, text in fresh])
+    ids = []
+    for (kind, assistant_id, text), vector in zip(fresh, vectors, strict=True):
+        entry = KnowledgeEntry.objects.create(
+            end_user_id=space.end_user_id,
+            assistant_id=assistant_id,
+            kind=kind,
+            text=text,
+            text_hash=text_hash(text),
+            embedding=vector,
+            source_segment=segment,
+        )
+        entry.source_pages.set(pages)
+        ids.append(entry.id)
+    return ids
+
+
+def knowledge_enforce_capacity(*, space: MemorySpace) -> list[int]:
+    """FIFO per store: past capacity, drop the oldest entries that are neither pinned nor locked."""
+    stores = [
+        KnowledgeEntry.objects.filter(end_user_id=space.end_user_id, kind=KnowledgeKind.USER),
+        KnowledgeEntry.objects.filter(
+            end_user_id=space.end_user_id, kind=KnowledgeKind.ASSISTANT, assistant_id=space.assistant_id
+        ),
+    ]
+    dropped: list[int] = []
+    for store in stores:
+        excess = store.count() - settings.MEMORY_KNOWLEDGE_CAPACITY
+        if excess > 0:
+            oldest = list(
+                store.filter(pinned=False, locked=False).order_by("created_at", "id").values_list("id", flat=True)
+            )[:excess]
+            KnowledgeEntry.objects.filter(id__in=oldest).delete()
+            dropped.extend(oldest)
+    if dropped:
+        event_record(space=space, kind=EventKind.KNOWLEDGE_DROPPED, detail={"dropped_knowledge_ids": dropped})
+    return dropped

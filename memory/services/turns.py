@@ -1,0 +1,104 @@
+"""Recording turns into short-term memory, the entry point of every memory update."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from memory.models import Assistant, EndUser, MemorySpace, Page
+from memory.models.events import EventKind
+from memory.models.tiers import PageSource, Tier
+from memory.services.events import event_record
+
+
+class InvalidTurn(ValueError):
+    """The turn cannot be stored as given; the message says why."""
+
+
+@dataclass(frozen=True)
+class TurnRecorded:
+    page: Page
+    queued_updating: bool
+    evicted_page_ids: list[int]
+
+
+def space_get_or_create(*, end_user: EndUser, assistant: Assistant) -> MemorySpace:
+    """The memory space of this (end user, assistant) pair; both must belong to one tenant."""
+    if end_user.tenant_id != assistant.tenant_id:
+        raise InvalidTurn("the end user and the assistant belong to different tenants")
+    space, _ = MemorySpace.objects.get_or_create(
+        end_user=end_user, assistant=assistant, defaults={"tenant_id": end_user.tenant_id}
+    )
+    return space
+
+
+def _checked_text(name: str, text: str) -> str:
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidTurn(f"{name} is empty")
+    if len(text) > settings.MEMORY_MESSAGE_MAX_CHARS:
+        raise InvalidTurn(f"{name} is longer than {settings.MEMORY_MESSAGE_MAX_CHARS} characters")
+    if "\x00" in text:
+        raise InvalidTurn(f"{name} contains a NUL character")
+    return text
+
+
+def turn_record(
+    *,
+    end_user: EndUser,
+    assistant: Assistant,
+    user_message: str,
+    assistant_reply: str,
+    at: datetime | None = None,
+    source: str = PageSource.CHAT,
+    source_ref: str = "",
+    source_meta: dict | None = None,
+) -> TurnRecorded:
+    """Append one page to the pair's STM; pages past STM capacity leave it, oldest first.
+
+    Runs under a lock on the memory space, so concurrent turns of one pair get consecutive pages in arrival order
+    and STM never exceeds capacity. Evicted pages are handed to `stm_overflow_task` after commit (or dropped, with
+    an event, while the user has paused memory).
+    """
+    _checked_text("user_message", user_message)
+    _checked_text("assistant_reply", assistant_reply)
+    at = at or timezone.now()
+    space = space_get_or_create(end_user=end_user, assistant=assistant)
+    with transaction.atomic():
+        space = MemorySpace.objects.select_for_update().get(pk=space.pk)
+        page = Page.objects.create(
+            space=space,
+            seq=space.next_seq,
+            user_message=user_message,
+            assistant_reply=assistant_reply,
+            at=at,
+            source=source,
+            source_ref=source_ref[:200],
+            source_meta=source_meta or {},
+        )
+        MemorySpace.objects.filter(pk=space.pk).update(next_seq=F("next_seq") + 1)
+        EndUser.objects.filter(pk=end_user.pk).update(last_active_at=timezone.now())
+        evicted = _stm_evict_overflow(space)
+    return TurnRecorded(page=page, queued_updating=bool(evicted) and not space.paused, evicted_page_ids=evicted)
+
+
+def _stm_evict_overflow(space: MemorySpace) -> list[int]:
+    """Move the pages past STM capacity out of STM (caller holds the space lock); queue their updating."""
+    stm_ids = list(Page.objects.filter(space=space, tier=Tier.SHORT_TERM).order_by("-seq").values_list("id", flat=True))
+    evicted = sorted(stm_ids[settings.MEMORY_STM_CAPACITY :])
+    if not evicted:
+        return []
+    if space.paused:
+        Page.objects.filter(id__in=evicted).delete()
+        event_record(space=space, kind=EventKind.PAUSED_DROP, detail={"pages": len(evicted)})
+        return evicted
+    Page.objects.filter(id__in=evicted).update(tier=Tier.MID_TERM)
+    from memory.tasks import stm_overflow_task
+
+    newest = evicted[-1]
+    transaction.on_commit(lambda: stm_overflow_task.delay(newest))
+    return evicted

@@ -1,0 +1,293 @@
+"""STM → MTM updating: dialogue chains, topic segments, heat samples, eviction past MTM capacity.
+
+Everything one call does happens in one transaction under the space's updating lock, LLM calls included, so a
+failure half-way (LLM down, garbage answer, worker killed) leaves memory as it was and the work retryable.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Exists, F, Max, OuterRef, Value
+from django.db.models.functions import Greatest
+from django.utils import timezone
+
+from memory.embeddings import cosine
+from memory.heat import f_score, heat_of, is_hot, joins_segment, segment_heat
+from memory.models import HeatSample, MemorySpace, Page, Segment
+from memory.models.events import EventKind, EventStatus
+from memory.models.tiers import HeatEvent, Tier
+from memory.retrieval import segment_candidates, segment_central_summary
+from memory.services.embedding_state import embedder_for_store
+from memory.services.events import event_record
+from memory.steps import ChainTopic, MemorySteps, StepFailed, TurnText, get_steps
+
+SEGMENT_KEYWORDS = 8
+UPDATING_LOCK_NAMESPACE = 0x4D4F53  # "MOS": keeps our advisory locks apart from anyone else's
+
+
+@dataclass
+class PlacementReport:
+    """What one overflow run did."""
+
+    placed_page_ids: list[int] = field(default_factory=list)
+    created_segment_ids: list[int] = field(default_factory=list)
+    evicted_segment_ids: list[int] = field(default_factory=list)
+    hot_segment_ids: list[int] = field(default_factory=list)
+
+
+def space_updating_lock(space_id: int) -> None:
+    """Serialise updating of one space until the transaction ends (turn recording is not blocked)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [UPDATING_LOCK_NAMESPACE, space_id % 2_147_483_647])
+
+
+def pages_place(*, page_id: int, now: datetime | None = None) -> PlacementReport:
+    """Place every pending evicted page of the page's space, up to and including `page_id`, into segments.
+
+    Idempotent: pages already placed are skipped, and a page deleted in the meantime makes this return quietly.
+    Raises StepFailed (after recording a failed event) when a memory step cannot complete; nothing is stored then.
+    """
+    row = Page.objects.filter(pk=page_id).values("space_id", "seq").first()
+    if row is None:
+        return PlacementReport()
+    space = MemorySpace.objects.get(pk=row["space_id"])
+    steps = get_steps()
+    try:
+        with transaction.atomic():
+            space_updating_lock(space.id)
+            report = _place_pending(space, row["seq"], steps, now or timezone.now())
+    except StepFailed as exc:
+        event_record(
+            space=space,
+            kind=EventKind.STM_OVERFLOW,
+            status=EventStatus.FAILED,
+            mode=steps.mode,
+            target_type="page",
+            target_id=page_id,
+            usage=exc.usage,
+            error=str(exc),
+        )
+        raise
+    return report
+
+
+def _place_pending(space: MemorySpace, up_to_seq: int, steps: MemorySteps, now: datetime) -> PlacementReport:
+    pending = list(
+        Page.objects.filter(space=space, tier=Tier.MID_TERM, segment__isnull=True, seq__lte=up_to_seq).order_by("seq")
+    )
+    report = PlacementReport()
+    if not pending:
+        return report
+    embedder = embedder_for_store()
+    for page, vector in zip(pending, embedder.embed([p.text for p in pending]), strict=True):
+        page.embedding = vector
+    previous = (
+        Page.objects.filter(space=space, tier=Tier.MID_TERM, segment__isnull=False, seq__lt=pending[0].seq)
+        .order_by("-seq")
+        .first()
+    )
+    for page in pending:
+        chain = steps.chain_and_topic(
+            previous=_turn_text(previous) if previous else None,
+            previous_chain_summary=previous.chain_summary if previous else "",
+            page=_turn_text(page),
+            similarity=cosine(previous.embedding, page.embedding) if previous else None,
+        )
+        page.topic_embedding = embedder.embed([chain.topic_summary or page.text])[0]
+        _chain_link(page, previous, chain)
+        segment, created = _segment_assign(space, page, chain, now)
+        report.placed_page_ids.append(page.id)
+        if created:
+            report.created_segment_ids.append(segment.id)
+        previous = page
+    event_record(
+        space=space,
+        kind=EventKind.STM_OVERFLOW,
+        mode=steps.mode,
+        target_type="page",
+        target_id=pending[-1].id,
+        detail={"placed_page_ids": report.placed_page_ids, "created_segment_ids": report.created_segment_ids},
+        usage=steps.usage,
+    )
+    report.evicted_segment_ids = segments_evict_past_capacity(space=space, now=now)
+    report.hot_segment_ids = hot_segment_ids(space_id=space.id, now=now)
+    _queue_promotions(report.hot_segment_ids)
+    return report
+
+
+def _turn_text(page: Page) -> TurnText:
+    return TurnText(user_message=page.user_message, assistant_reply=page.assistant_reply, at=page.at)
+
+
+def _chain_link(page: Page, previous: Page | None, chain: ChainTopic) -> None:
+    """Continue the previous page's chain (every member shows the latest summary) or start a new one."""
+    page.topic_summary = chain.topic_summary
+    page.keywords = list(chain.keywords)
+    page.chain_summary = chain.chain_summary
+    if chain.continues and previous is not None:
+        page.prev_page = previous
+        page.chain_head_id = previous.chain_head_id or previous.id
+        Page.objects.filter(chain_head_id=page.chain_head_id).update(chain_summary=chain.chain_summary)
+    else:
+        page.prev_page = None
+        page.chain_head_id = page.id
+
+
+def _segment_assign(space: MemorySpace, page: Page, chain: ChainTopic, now: datetime) -> tuple[Segment, bool]:
+    """Join the best segment by F = cos + Jaccard when F ≥ θ; otherwise start a new segment."""
+    touched = min(page.at, now)
+    best, best_f = None, -1.0
+    for candidate in segment_candidates(space_id=space.id, vector=page.topic_embedding):
+        f = f_score(candidate.cosine, candidate.keywords, chain.keywords)
+        if f > best_f:
+            best, best_f = candidate, f
+    if best is not None and joins_segment(best_f):
+        segment = Segment.objects.get(pk=best.segment_id)
+        _page_save(page, segment)
+        _segment_merge(segment, page, touched)
+        return segment, False
+    segment = Segment.objects.create(
+        space=space,
+        summary=chain.topic_summary or page.user_message[:200],
+        keywords=list(chain.keywords)[:SEGMENT_KEYWORDS],
+        embedding=page.topic_embedding,
+        l_interaction=1,
+        last_touched_at=touched,
+    )
+    _page_save(page, segment)
+    heat_sample_record(segment=segment, event=HeatEvent.CREATED, now=touched)
+    return segment, True
+
+
+def _page_save(page: Page, segment: Segment) -> None:
+    page.segment = segment
+    page.save(
+        update_fields=[
+            "segment",
+            "embedding",
+            "topic_embedding",
+            "topic_summary",
+            "keywords",
+            "chain_summary",
+            "prev_page",
+            "chain_head",
+        ]
+    )
+
+
+def _segment_merge(segment: Segment, page: Page, touched: datetime) -> None:
+    """L_interaction grows by one page; unless locked, the summary, keywords and centroid are refreshed."""
+    Segment.objects.filter(pk=segment.pk).update(
+        l_interaction=F("l_interaction") + 1,
+        last_touched_at=Greatest(F("last_touched_at"), Value(touched)),
+    )
+    if not segment.locked:
+        _segment_refresh(segment)
+    segment.refresh_from_db(fields=["n_visit", "l_interaction", "last_touched_at"])
+    heat_sample_record(segment=segment, event=HeatEvent.MERGED, now=touched)
+
+
+def _segment_refresh(segment: Segment) -> None:
+    """Centroid of the members' topic embeddings; summary = the most central member's topic; top keywords."""
+    members = list(Page.objects.filter(segment=segment).values_list("topic_embedding", "keywords"))
+    vectors = np.array([v for v, _ in members if v is not None], dtype=np.float32)
+    centroid = vectors.mean(axis=0)
+    centroid /= np.linalg.norm(centroid) or 1.0
+    counts = Counter(k for _, keywords in members for k in keywords)
+    keywords = [k for k, _ in counts.most_common(SEGMENT_KEYWORDS)]
+    summary = segment_central_summary(segment_id=segment.id, centroid=centroid) or segment.summary
+    Segment.objects.filter(pk=segment.pk).update(embedding=centroid, keywords=keywords, summary=summary)
+
+
+def heat_sample_record(*, segment: Segment, event: str, now: datetime) -> HeatSample:
+    """Sample the segment's heat (from its current counters) into its heat history."""
+    heat = segment_heat(segment, now)
+    return HeatSample.objects.create(
+        segment=segment,
+        space_id=segment.space_id,
+        at=now,
+        n_visit=heat.n_visit,
+        l_interaction=heat.l_interaction,
+        r_recency=heat.r_recency,
+        heat=heat.value,
+        event=event,
+    )
+
+
+def segments_evict_past_capacity(*, space: MemorySpace, now: datetime) -> list[int]:
+    """While the space holds more than MTM capacity segments, evict the unpinned one with the lowest heat."""
+    rows = list(
+        Segment.objects.filter(space=space).values("id", "n_visit", "l_interaction", "last_touched_at", "pinned")
+    )
+    excess = len(rows) - settings.MEMORY_MTM_CAPACITY
+    if excess <= 0:
+        return []
+
+    def heat_key(row: dict) -> tuple[float, int]:
+        counters = {k: row[k] for k in ("n_visit", "l_interaction", "last_touched_at")}
+        return (heat_of(**counters, now=now).value, row["id"])
+
+    coldest = sorted((r for r in rows if not r["pinned"]), key=heat_key)[:excess]
+    for row in coldest:
+        segment_evict(segment_id=row["id"], heat=heat_key(row)[0], space=space)
+    return [row["id"] for row in coldest]
+
+
+def segment_evict(*, segment_id: int, heat: float, space: MemorySpace) -> None:
+    """Remove a segment with its pages and heat history, recording what was removed (not the content)."""
+    page_ids = list(Page.objects.filter(segment_id=segment_id).values_list("id", flat=True))
+    Segment.objects.filter(pk=segment_id).delete()
+    event_record(
+        space=space,
+        kind=EventKind.EVICTION,
+        target_type="segment",
+        target_id=segment_id,
+        detail={"heat": round(heat, 4), "removed_page_ids": page_ids, "removed_pages": len(page_ids)},
+    )
+
+
+def hot_segment_ids(*, space_id: int, now: datetime) -> list[int]:
+    """Every segment with heat ≥ τ that holds pages not yet analysed (all of them, not only the hottest)."""
+    unanalysed = Page.objects.filter(segment=OuterRef("pk"), analysed=False)
+    rows = (
+        Segment.objects.filter(space_id=space_id)
+        .filter(Exists(unanalysed))
+        .values("id", "n_visit", "l_interaction", "last_touched_at")
+    )
+    hot = []
+    for row in rows:
+        heat = heat_of(
+            n_visit=row["n_visit"], l_interaction=row["l_interaction"], last_touched_at=row["last_touched_at"], now=now
+        )
+        if is_hot(heat):
+            hot.append(row["id"])
+    return sorted(hot)
+
+
+def _queue_promotions(segment_ids: list[int]) -> None:
+    from memory.tasks import segment_promote_task
+
+    for segment_id in segment_ids:
+        transaction.on_commit(lambda sid=segment_id: segment_promote_task.delay(sid))
+
+
+def pending_pages_requeue(*, before: datetime) -> int:
+    """Queue placement again for every space holding evicted pages left unplaced since before `before`."""
+    from memory.tasks import stm_overflow_task
+
+    newest_per_space = (
+        Page.objects.filter(tier=Tier.MID_TERM, segment__isnull=True, created_at__lt=before)
+        .values("space_id")
+        .annotate(newest=Max("id"))
+        .values_list("newest", flat=True)
+    )
+    ids = list(newest_per_space)
+    for page_id in ids:
+        stm_overflow_task.delay(page_id)
+    return len(ids)

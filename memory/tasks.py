@@ -1,0 +1,52 @@
+"""Celery tasks: thin, idempotent, taking ids; each calls one service."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from celery import shared_task
+from django.utils import timezone
+
+from memory.embeddings import EmbeddingUnavailable
+from memory.services.promotion import segment_promote
+from memory.services.updating import pages_place, pending_pages_requeue
+from memory.steps import StepFailed
+
+log = logging.getLogger(__name__)
+RETRY_DELAYS = (10, 60, 300, 900, 3600)
+
+
+def _retry_later(task, exc: Exception):
+    if isinstance(exc, StepFailed) and not exc.retryable:
+        log.warning("memory step failed for good: %s", exc)
+        return None
+    attempt = task.request.retries
+    if attempt >= len(RETRY_DELAYS):
+        log.error("memory step still failing after %s retries; the sweep will requeue it: %s", attempt, exc)
+        return None
+    raise task.retry(exc=exc, countdown=RETRY_DELAYS[attempt])
+
+
+@shared_task(bind=True, acks_late=True, max_retries=len(RETRY_DELAYS))
+def stm_overflow_task(self, page_id: int) -> None:
+    """Place the evicted page (and any earlier pending pages of its space) into mid-term memory."""
+    try:
+        pages_place(page_id=page_id)
+    except (StepFailed, EmbeddingUnavailable) as exc:
+        _retry_later(self, exc)
+
+
+@shared_task(bind=True, acks_late=True, max_retries=len(RETRY_DELAYS))
+def segment_promote_task(self, segment_id: int) -> None:
+    """Promote a hot segment into long-term personal memory."""
+    try:
+        segment_promote(segment_id=segment_id)
+    except (StepFailed, EmbeddingUnavailable) as exc:
+        _retry_later(self, exc)
+
+
+@shared_task(acks_late=True)
+def pending_pages_sweep_task(older_than_seconds: int = 600) -> int:
+    """Requeue placement for pages still pending after a while (a worker died, or retries ran out)."""
+    return pending_pages_requeue(before=timezone.now() - timedelta(seconds=older_than_seconds))
