@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 
 import numpy as np
+
+from memory.llm import LLMReply
 
 WORD = re.compile(r"[a-z0-9]+")
 
@@ -33,3 +36,39 @@ class HashingEmbedder:
                 vectors[row, 0] = 1.0
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / norms
+
+
+class ScriptExhausted(AssertionError):
+    """The code under test asked the scripted LLM more often than the test expected."""
+
+
+class ScriptedLLM:
+    """Answers `complete()` with scripted replies in order: a string is the reply text, an Exception is raised.
+
+    Records every request: `.calls` holds each `messages` list received, `.requests` also the keyword options.
+    """
+
+    def __init__(self, replies: list[str | Exception]) -> None:
+        self.replies = list(replies)
+        self.calls: list[list[dict]] = []
+        self.requests: list[dict] = []
+
+    @property
+    def remaining(self) -> int:
+        return len(self.replies) - len(self.calls)
+
+    def complete(
+        self, messages: list[dict], *, json_mode: bool = False, max_tokens: int | None = None, temperature: float = 0.2
+    ) -> LLMReply:
+        recorded = copy.deepcopy(messages)
+        self.calls.append(recorded)
+        self.requests.append(
+            {"messages": recorded, "json_mode": json_mode, "max_tokens": max_tokens, "temperature": temperature}
+        )
+        if len(self.calls) > len(self.replies):
+            raise ScriptExhausted(f"the LLM was called {len(self.calls)} times; the script has {len(self.replies)}")
+        reply = self.replies[len(self.calls) - 1]
+        if isinstance(reply, Exception):
+            raise reply
+        prompt = sum(len(str(message.get("content", ""))) for message in messages)
+        return LLMReply(text=reply, prompt_tokens=prompt // 4, completion_tokens=len(reply) // 4)
