@@ -18,7 +18,7 @@ class HashingEmbedder:
 
     name = "test:hashing"
 
-    def __init__(self, dimension: int = 64) -> None:
+    def __init__(self, dimension: int = 256) -> None:
         self.dimension = dimension
         self.calls = 0
 
