@@ -17,11 +17,11 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from memory.embeddings import embed_text
 from memory.heat import f_score, heat_of, jaccard
 from memory.models import HeatSample, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
 from memory.models.tiers import HeatEvent, KnowledgeKind, Tier
 from memory.offline import extract_keywords
+from memory.services.embedding_state import embedder_for_store
 
 BODY_ONLY = ("embedding", "topic_embedding")
 
@@ -133,7 +133,7 @@ def retrieve(
     result.profile = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number").first()
     _retrieve_pinned(space, result)
     if query.strip():
-        vector = embed_text(query)
+        vector = embedder_for_store().embed([query])[0]
         segment_rows = _score_segments(space, vector, result.query_keywords)
         _retrieve_pages(space, vector, segment_rows, result)
         _retrieve_knowledge(space, vector, result)

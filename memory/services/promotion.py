@@ -59,7 +59,7 @@ def segment_promote(*, segment_id: int, now: datetime | None = None) -> Promotio
             mode=steps.mode,
             target_type="segment",
             target_id=segment_id,
-            usage=exc.usage,
+            usage=steps.usage,
             error=str(exc),
         )
         raise

@@ -70,7 +70,7 @@ def pages_place(*, page_id: int, now: datetime | None = None) -> PlacementReport
             mode=steps.mode,
             target_type="page",
             target_id=page_id,
-            usage=exc.usage,
+            usage=steps.usage,
             error=str(exc),
         )
         raise

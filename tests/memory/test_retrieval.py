@@ -1,0 +1,133 @@
+"""Retrieval: STM, top segments' pages, profile, knowledge and pinned memories, in a bounded number of queries."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from memory.models import HeatSample, KnowledgeEntry, Page, ProfileVersion, Segment
+from memory.models.tiers import HeatEvent, KnowledgeKind
+from memory.retrieval import retrieve
+from memory.services.embedding_state import embedder_for_store
+from memory.services.promotion import text_hash
+from tests.memory.conftest import T0, make_space, record_many
+
+NOW = T0 + timedelta(days=2)
+
+
+def segment_with_pages(space, embedder, topic: str, messages: list[str], seq_start: int) -> Segment:
+    vectors = embedder.embed([topic, *messages])
+    segment = Segment.objects.create(
+        space=space, summary=topic, keywords=topic.lower().split(), embedding=vectors[0], last_touched_at=T0
+    )
+    for i, (message, vector) in enumerate(zip(messages, vectors[1:], strict=True)):
+        Page.objects.create(
+            space=space,
+            seq=seq_start + i,
+            user_message=message,
+            assistant_reply="ok",
+            at=T0,
+            tier="mtm",
+            segment=segment,
+            embedding=vector,
+        )
+    return segment
+
+
+def knowledge(space, embedder, text: str, kind=KnowledgeKind.USER, assistant=None, **flags) -> KnowledgeEntry:
+    return KnowledgeEntry.objects.create(
+        end_user=space.end_user,
+        assistant=assistant,
+        kind=kind,
+        text=text,
+        text_hash=text_hash(text),
+        embedding=embedder.embed([text])[0],
+        **flags,
+    )
+
+
+@pytest.fixture
+def memory(space, embedder):
+    hiking = segment_with_pages(space, embedder, "hiking mountains dog", ["hiking mountains with my dog"], 100)
+    baking = segment_with_pages(space, embedder, "baking sourdough bread", ["baking sourdough bread at home"], 200)
+    knowledge(space, embedder, "The user hikes in the mountains with a dog")
+    knowledge(space, embedder, "The user bakes sourdough bread")
+    knowledge(space, embedder, "Promised trail maps", KnowledgeKind.ASSISTANT, space.assistant)
+    ProfileVersion.objects.create(end_user=space.end_user, number=1, text="Likes the outdoors.")
+    record_many(space, ["what should I do this weekend?"], start=T0)
+    return {"hiking": hiking, "baking": baking}
+
+
+def test_it_returns_short_term_memory_in_order_and_the_profile(space, memory):
+    result = retrieve(space=space, query="weekend plans", now=NOW)
+    assert [p.user_message for p in result.short_term] == ["what should I do this weekend?"]
+    assert result.profile.text == "Likes the outdoors."
+
+
+def test_the_best_matching_segment_and_its_page_come_first(space, memory):
+    result = retrieve(space=space, query="hiking in the mountains with the dog", now=NOW)
+    assert result.segments[0].segment == memory["hiking"]
+    assert result.pages[0].page.user_message == "hiking mountains with my dog"
+    assert result.pages[0].score > result.pages[-1].score or len(result.pages) == 1
+    assert result.user_knowledge[0].entry.text == "The user hikes in the mountains with a dog"
+    assert [k.entry.text for k in result.assistant_knowledge] == ["Promised trail maps"]
+
+
+def test_used_lists_exactly_the_ids_and_scores_it_returned(space, memory):
+    result = retrieve(space=space, query="sourdough bread", now=NOW)
+    used = result.used()
+    assert [p["id"] for p in used["pages"]] == [p.page.id for p in result.pages]
+    assert [s["id"] for s in used["segments"]] == [s.segment.id for s in result.segments]
+    assert used["profile_version_id"] == result.profile.id
+    assert used["short_term_page_ids"] == [p.id for p in result.short_term]
+    assert used["visited_segment_ids"] == sorted({p.page.segment_id for p in result.pages})
+
+
+def test_segments_that_supplied_pages_are_visited_and_sampled(space, memory):
+    result = retrieve(space=space, query="sourdough bread", now=NOW)
+    for segment_id in result.visited_segment_ids:
+        segment = Segment.objects.get(pk=segment_id)
+        assert segment.n_visit == 1 and segment.last_touched_at == NOW
+        sample = HeatSample.objects.get(segment=segment, event=HeatEvent.VISITED)
+        assert sample.n_visit == 1 and sample.r_recency == 1.0
+
+
+def test_a_preview_records_no_visit(space, memory):
+    retrieve(space=space, query="sourdough bread", now=NOW, record_visits=False)
+    assert set(Segment.objects.values_list("n_visit", flat=True)) == {0}
+    assert not HeatSample.objects.exists()
+
+
+def test_pinned_memories_are_always_included(space, memory, embedder):
+    pinned = knowledge(space, embedder, "Allergic to peanuts", pinned=True)
+    Segment.objects.filter(pk=memory["baking"].pk).update(pinned=True)
+    result = retrieve(space=space, query="hiking", now=NOW)
+    assert pinned in result.pinned_knowledge
+    assert [s.id for s in result.pinned_segments] == [memory["baking"].id]
+
+
+def test_another_users_memory_never_comes_back(space, memory, embedder):
+    stranger = make_space(slug="globex", user="gus")
+    segment_with_pages(stranger, embedder, "hiking mountains dog", ["gus hikes mountains with a dog"], 1)
+    knowledge(stranger, embedder, "Gus hikes")
+    result = retrieve(space=space, query="hiking mountains dog", now=NOW)
+    assert all(p.page.space_id == space.id for p in result.pages)
+    assert all(k.entry.end_user_id == space.end_user_id for k in result.user_knowledge)
+
+
+def test_an_empty_query_returns_short_term_profile_and_pins_without_searching(space, memory):
+    result = retrieve(space=space, query="   ", now=NOW)
+    assert result.pages == [] and result.segments == [] and result.user_knowledge == []
+    assert len(result.short_term) == 1
+
+
+def test_retrieval_takes_a_fixed_number_of_queries_however_large_memory_is(
+    space, memory, embedder, django_assert_num_queries
+):
+    embedder_for_store()
+    for i in range(30):
+        segment_with_pages(space, embedder, f"topic {i} words", [f"page about topic {i}"] * 3, 1000 + i * 10)
+        knowledge(space, embedder, f"fact number {i}")
+    with django_assert_num_queries(12):
+        retrieve(space=space, query="topic 7 words", now=NOW)
