@@ -161,7 +161,11 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 240)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
+# Redis redelivers an unacknowledged task after visibility_timeout. kombu's SQLAlchemy transport passes every
+# transport option to sqlalchemy.create_engine, which rejects that one, so it gets none.
+CELERY_BROKER_TRANSPORT_OPTIONS = (
+    {} if CELERY_BROKER_URL.startswith("sqla+") else {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
+)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE: dict = {
     "requeue-pending-pages": {"task": "memory.tasks.pending_pages_sweep_task", "schedule": 300.0},
@@ -186,6 +190,8 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
+if not env_str("STATIC_ROOT"):
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every start while it is missing
 
 # --- Security (production defaults when DEBUG is off; each can be overridden) ------------------------------------
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("SECURE_PROXY_SSL_HEADER", False) else None

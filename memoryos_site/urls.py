@@ -4,4 +4,5 @@ from django.urls import include, path
 urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
+    path("", include("dashboard.urls")),
 ]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memory.embeddings import use_embedder
+from memory.models import Role
+from memory.services.tenancy import end_user_create, operator_create, tenant_create
 from memoryos_site.celery import app as celery_app
 from tests.fakes import HashingEmbedder
 
@@ -25,3 +27,73 @@ def celery_eager():
     celery_app.conf.task_always_eager = True
     yield
     celery_app.conf.task_always_eager = False
+
+
+PASSWORD = "a-long-test-password"  # every persona's password
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Hashing is deliberately slow; tests log in a lot and check nothing about the hasher."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def tenant(db):
+    """Acme, with its assistant Ava (external id `ava`)."""
+    return tenant_create(slug="acme", name="Acme")
+
+
+@pytest.fixture
+def other_tenant(db):
+    return tenant_create(slug="globex", name="Globex")
+
+
+@pytest.fixture
+def assistant(tenant):
+    return tenant.assistants.get(external_id="ava")
+
+
+def _operator(tenant, role: Role):
+    return operator_create(username=f"{role.value}-of-{tenant.slug}", password=PASSWORD, tenant=tenant, role=role)
+
+
+@pytest.fixture
+def agent_user(tenant):
+    return _operator(tenant, Role.AGENT)
+
+
+@pytest.fixture
+def supervisor_user(tenant):
+    return _operator(tenant, Role.SUPERVISOR)
+
+
+@pytest.fixture
+def dpo_user(tenant):
+    return _operator(tenant, Role.DPO)
+
+
+@pytest.fixture
+def admin_user(tenant):
+    return _operator(tenant, Role.ADMIN)
+
+
+@pytest.fixture
+def alice(tenant):
+    """An end user of Acme who logs in as `alice`."""
+    return end_user_create(
+        tenant=tenant, external_id="alice", display_name="Alice", username="alice", password=PASSWORD
+    )
+
+
+@pytest.fixture
+def bob(tenant):
+    return end_user_create(tenant=tenant, external_id="bob", display_name="Bob", username="bob", password=PASSWORD)
+
+
+@pytest.fixture
+def stranger(other_tenant):
+    """An end user of the other tenant, Globex."""
+    return end_user_create(
+        tenant=other_tenant, external_id="stranger", display_name="Stranger", username="stranger", password=PASSWORD
+    )

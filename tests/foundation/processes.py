@@ -1,0 +1,125 @@
+"""Helpers for tests that run manage.py, the serve command or a Celery worker as real processes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+from memoryos_site.celery import app as celery_app
+from memoryos_site.database import embedded_database_url
+
+REPO = Path(settings.BASE_DIR)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def answers(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=0.5).close()
+    except OSError:
+        return False
+    return True
+
+
+def database_url_for_children() -> str:
+    """A DATABASE_URL for the database this test run uses (the test database, not the developer's)."""
+    db = connection.settings_dict
+    if not db["HOST"].startswith("/"):
+        raise RuntimeError("these tests start processes against the embedded PostgreSQL only")
+    return embedded_database_url(db["HOST"], db["NAME"])
+
+
+def child_env(**overrides: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "PORT"}}
+    env.update(DJANGO_SETTINGS_MODULE="memoryos_site.settings", PYTHONUNBUFFERED="1")
+    env.update(overrides)
+    return env
+
+
+def manage(*args: str, env: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def wait_for(condition: Callable[[], bool], *, timeout: float, interval: float = 0.5) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(interval)
+    return condition()
+
+
+def stop(process: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+    """Signal the process and wait for it; kill it if it does not exit in time."""
+    if process.poll() is None:
+        process.send_signal(sig)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.returncode
+
+
+@contextmanager
+def worker(*, env: dict[str, str], queue: str, log: Path) -> Iterator[subprocess.Popen]:
+    """A real `celery worker` (solo pool) consuming `queue`, stopped on exit."""
+    command = [sys.executable, "-m", "celery", "-A", "memoryos_site", "worker", "--pool", "solo"]
+    command += ["--concurrency", "1", "-l", "info", "-Q", queue, "--without-gossip", "--without-mingle"]
+    with log.open("w") as out:
+        process = subprocess.Popen(command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+        try:
+            yield process
+        finally:
+            stop(process)
+
+
+@contextmanager
+def publishing_to(broker_url: str, *, queue: str) -> Iterator[None]:
+    """Make this process's Celery app publish to `broker_url` and `queue` for real (not eagerly)."""
+    conf = celery_app.conf
+    saved = conf.broker_url, conf.task_default_queue, conf.task_always_eager
+    _forget_connections()
+    conf.broker_url, conf.task_default_queue, conf.task_always_eager = broker_url, queue, False
+    try:
+        yield
+    finally:
+        _forget_connections()
+        conf.broker_url, conf.task_default_queue, conf.task_always_eager = saved
+
+
+def _forget_connections() -> None:
+    """Drop the app's cached broker connections and routing, so the next publish reads the configuration again."""
+    if celery_app._pool is not None:
+        celery_app._pool.force_close_all()
+        celery_app._pool = None
+    celery_app.__dict__.pop("amqp", None)
+    # kombu's SQLAlchemy transport caches one engine per URL; its pooled connections would keep the test
+    # database open and stop pytest-django from dropping it.
+    from kombu.transport.sqlalchemy import Channel
+
+    for engine, _session in Channel._engines.values():
+        engine.dispose()
+    Channel._engines.clear()
