@@ -10,7 +10,7 @@ from django.db import connection
 from memory.models import Page
 from memory.services.turns import turn_record
 from memoryos_site.database import sqlalchemy_broker_url
-from tests.foundation.processes import answers, child_env, publishing_to, database_url_for_children, wait_for, worker
+from tests.foundation.processes import answers, child_env, database_url_for_children, publishing_to, wait_for, worker
 
 REDIS = ("127.0.0.1", 6379)
 REDIS_URL = "redis://127.0.0.1:6379/15"
