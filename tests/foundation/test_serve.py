@@ -1,0 +1,83 @@
+"""`manage.py serve` (what `make run` ends with): a clear error for a taken port; web and worker start and stop."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+from tests.foundation.processes import (
+    REPO,
+    answers,
+    child_env,
+    database_url_for_children,
+    free_port,
+    manage,
+    stop,
+    wait_for,
+)
+
+
+def test_a_taken_port_is_one_line_naming_the_port_and_how_to_choose_another():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+
+        result = manage("serve", env=child_env(PORT=str(port)))
+
+    assert result.returncode != 0
+    error = result.stderr.strip()
+    assert len(error.splitlines()) == 1, error
+    assert f"port {port}" in error
+    assert f"PORT={port + 1}" in error
+    assert "Traceback" not in error
+
+
+def test_check_only_checks_the_port():
+    result = manage("serve", "--check", env=child_env(PORT=str(free_port())))
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+
+
+def test_a_port_that_is_not_a_number_is_refused():
+    result = manage("serve", "--check", env=child_env(PORT="eighty"))
+
+    assert result.returncode != 0
+    assert "PORT must be a port number" in result.stderr
+
+
+@pytest.mark.worker
+@pytest.mark.slow
+def test_serve_answers_the_login_page_and_ctrl_c_stops_web_and_worker(db, tmp_path):
+    port = free_port()
+    env = child_env(PORT=str(port), DATABASE_URL=database_url_for_children())
+    log = tmp_path / "serve.log"
+    with log.open("w") as out:
+        serve = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--concurrency", "1"],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            assert wait_for(lambda: "MemoryOS is running" in log.read_text() or serve.poll() is not None, timeout=90)
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=10) as response:
+                assert response.status == 200
+                assert b"Log in" in response.read()
+            assert "worker        ready" in log.read_text()
+        finally:
+            code = stop(serve, signal.SIGINT, timeout=60)
+
+    output = log.read_text()
+    assert code == 0, output
+    assert "Stopped the web server and the worker." in output
+    assert "worker | " in output and "web    | " in output
+    assert not answers("127.0.0.1", port), "the web server still answers after serve stopped"
