@@ -60,7 +60,10 @@ class LocalEmbedder:
                 f"{DEFAULT_LOCAL_MODEL!r} or to a local sentence-transformers folder"
             ) from exc
         self.name = f"local:{model}"
-        self.dimension = int(self._model.get_sentence_embedding_dimension())
+        dimension = (
+            getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        )
+        self.dimension = int(dimension())
         self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> np.ndarray:

@@ -99,7 +99,7 @@ def _place_pending(space: MemorySpace, up_to_seq: int, steps: MemorySteps, now: 
             page=_turn_text(page),
             similarity=cosine(previous.embedding, page.embedding) if previous else None,
         )
-        page.topic_embedding = embedder.embed([chain.topic_summary or page.text])[0]
+        page.topic_embedding = _topic_vector(embedder, steps, page, chain)
         _chain_link(page, previous, chain)
         segment, created = _segment_assign(space, page, chain, now)
         report.placed_page_ids.append(page.id)
@@ -119,6 +119,15 @@ def _place_pending(space: MemorySpace, up_to_seq: int, steps: MemorySteps, now: 
     report.hot_segment_ids = hot_segment_ids(space_id=space.id, now=now)
     _queue_promotions(report.hot_segment_ids)
     return report
+
+
+def _topic_vector(embedder, steps: MemorySteps, page: Page, chain: ChainTopic) -> np.ndarray:
+    """The vector F compares with segment summaries: the model's abstractive topic summary when an LLM wrote it;
+    offline, the whole page, because one extracted sentence is a noisier summary than the page itself (on LoCoMo
+    conv-26 it halves the topical separation of segments)."""
+    if steps.mode == "offline" or not chain.topic_summary:
+        return page.embedding
+    return embedder.embed([chain.topic_summary])[0]
 
 
 def _turn_text(page: Page) -> TurnText:
