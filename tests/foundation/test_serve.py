@@ -56,7 +56,8 @@ def test_a_port_that_is_not_a_number_is_refused():
 @pytest.mark.slow
 def test_serve_answers_the_login_page_and_ctrl_c_stops_web_and_worker(db, tmp_path):
     port = free_port()
-    env = child_env(PORT=str(port), DATABASE_URL=database_url_for_children())
+    # Its own var/ so this worker's beat does not share a schedule file with a developer's `make run`.
+    env = child_env(PORT=str(port), DATABASE_URL=database_url_for_children(), MEMORYOS_VAR_DIR=str(tmp_path / "var"))
     log = tmp_path / "serve.log"
     with log.open("w") as out:
         serve = subprocess.Popen(
