@@ -1,0 +1,190 @@
+"""Writing, verifying and tombstoning the audit trail."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import UTC
+
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from memory.models import ActorKind, AuditEntry, EndUser, Tenant
+
+GENESIS = "0" * 64
+AUDIT_LOCK_NAMESPACE = 0x415544  # "AUD"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who acts: an operator, an end user, a system task or an API token. `label` is shown, `id` is hashed."""
+
+    kind: str
+    id: str
+    label: str = ""
+
+    @classmethod
+    def operator(cls, user) -> Actor:
+        return cls(ActorKind.OPERATOR, str(user.pk), user.get_username())
+
+    @classmethod
+    def end_user(cls, end_user: EndUser) -> Actor:
+        return cls(ActorKind.END_USER, str(end_user.pk), "the end user")
+
+    @classmethod
+    def system(cls, task: str) -> Actor:
+        return cls(ActorKind.SYSTEM, task, task)
+
+    @classmethod
+    def api_token(cls, token_id: int, name: str) -> Actor:
+        return cls(ActorKind.API_TOKEN, str(token_id), name)
+
+
+def _normalised(value):
+    """The value as the database's JSON will give it back, so digests are reproducible."""
+    return None if value is None else json.loads(json.dumps(value, default=str))
+
+
+def _canonical(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def content_digest(entry: AuditEntry) -> str:
+    content = {
+        "actor_label": entry.actor_label,
+        "reason": entry.reason,
+        "before": entry.before,
+        "after": entry.after,
+        "detail": entry.detail,
+    }
+    return hashlib.sha256(_canonical(content).encode()).hexdigest()
+
+
+def chain_hash(entry: AuditEntry) -> str:
+    parts = [
+        entry.prev_hash,
+        str(entry.tenant_id),
+        str(entry.seq),
+        entry.created_at.astimezone(UTC).isoformat(),
+        entry.actor_kind,
+        entry.actor_id,
+        entry.action,
+        "" if entry.subject_id is None else str(entry.subject_id),
+        entry.target_type,
+        "" if entry.target_id is None else str(entry.target_id),
+        entry.request_id,
+        entry.content_digest,
+    ]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+
+
+def audit_record(
+    *,
+    tenant: Tenant | int,
+    actor: Actor,
+    action: str,
+    end_user: EndUser | None = None,
+    target_type: str = "",
+    target_id: int | None = None,
+    reason: str = "",
+    before=None,
+    after=None,
+    detail: dict | None = None,
+    request_id: str = "",
+) -> AuditEntry:
+    """Append one entry to the tenant's chain, inside the caller's transaction (it rolls back with the action)."""
+    tenant_id = tenant if isinstance(tenant, int) else tenant.pk
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [AUDIT_LOCK_NAMESPACE, tenant_id % 2_147_483_647])
+        last = AuditEntry.objects.filter(tenant_id=tenant_id).order_by("-seq").values("seq", "hash").first()
+        entry = AuditEntry(
+            tenant_id=tenant_id,
+            seq=(last["seq"] + 1) if last else 1,
+            created_at=timezone.now(),
+            actor_kind=actor.kind,
+            actor_id=actor.id[:64],
+            actor_label=actor.label[:200],
+            action=action,
+            end_user=end_user,
+            subject_id=end_user.pk if end_user else None,
+            target_type=target_type,
+            target_id=target_id,
+            request_id=request_id[:64],
+            reason=reason,
+            before=_normalised(before),
+            after=_normalised(after),
+            detail=_normalised(detail or {}),
+            prev_hash=last["hash"] if last else GENESIS,
+        )
+        entry.content_digest = content_digest(entry)
+        entry.hash = chain_hash(entry)
+        entry.save(force_insert=True)
+    return entry
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    ok: bool
+    checked: int
+    first_broken_seq: int | None = None
+    problem: str = ""
+
+
+def audit_verify(*, tenant: Tenant) -> ChainReport:
+    """Walk the tenant's chain in order; report the first entry whose content, hash or link does not hold."""
+    previous = GENESIS
+    checked = 0
+    for entry in AuditEntry.objects.filter(tenant=tenant).order_by("seq").iterator(chunk_size=2000):
+        expected_seq = checked + 1
+        problem = ""
+        if entry.seq != expected_seq:
+            problem = f"entry {expected_seq} is missing"
+        elif entry.prev_hash != previous:
+            problem = "its link to the previous entry is broken"
+        elif not entry.erased and content_digest(entry) != entry.content_digest:
+            problem = "its content was changed"
+        elif chain_hash(entry) != entry.hash:
+            problem = "its hash does not match its fields"
+        if problem:
+            return ChainReport(ok=False, checked=checked, first_broken_seq=entry.seq, problem=problem)
+        previous = entry.hash
+        checked += 1
+    return ChainReport(ok=True, checked=checked)
+
+
+def audit_tombstone_subject(*, tenant: Tenant, subject_id: int) -> int:
+    """Empty the content of every entry about an end user (erasure), keeping digests so the chain verifies."""
+    return AuditEntry.objects.filter(tenant=tenant, subject_id=subject_id, erased=False).update(
+        erased=True, reason="", before=None, after=None, detail={}, actor_label=""
+    )
+
+
+def audit_tombstone_actor(*, tenant: Tenant, end_user_id: int) -> int:
+    """Also empty entries where the erased end user was the actor (their label is personal data)."""
+    return AuditEntry.objects.filter(
+        tenant=tenant, actor_kind=ActorKind.END_USER, actor_id=str(end_user_id), erased=False
+    ).update(erased=True, reason="", before=None, after=None, detail={}, actor_label="")
+
+
+def audit_tombstone_target(*, tenant_id: int, target_type: str, target_id: int) -> int:
+    """Empty the content of earlier entries about an item that is being forgotten (edits quote it)."""
+    return AuditEntry.objects.filter(
+        tenant_id=tenant_id, target_type=target_type, target_id=target_id, erased=False
+    ).update(erased=True, reason="", before=None, after=None, detail={}, actor_label="")
+
+
+def audit_tombstone_quoting(*, tenant_id: int, subject_id: int, quotes: list[str]) -> int:
+    """Empty the content of entries about a user whose before/after text quotes forgotten memory."""
+    if not quotes:
+        return 0
+    quoting = Q()
+    for quote in quotes:
+        quoting |= Q(before__icontains=quote) | Q(after__icontains=quote) | Q(reason__icontains=quote)
+    return (
+        AuditEntry.objects.filter(tenant_id=tenant_id, subject_id=subject_id, erased=False)
+        .filter(quoting)
+        .update(erased=True, reason="", before=None, after=None, detail={}, actor_label="")
+    )
