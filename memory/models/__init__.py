@@ -2,22 +2,38 @@
 
 from memory.models.audit import ActorKind, AuditEntry
 from memory.models.events import EmbeddingState, MemoryEvent
+from memory.models.integration import (
+    ApiToken,
+    ChatReply,
+    ErasureReceipt,
+    ExportJob,
+    IdempotentRequest,
+    JobStatus,
+    ReplyStatus,
+)
 from memory.models.tenancy import Assistant, EndUser, Membership, MemorySpace, Role, Tenant
 from memory.models.tiers import HeatSample, KnowledgeEntry, Page, ProfileVersion, Segment
 
 __all__ = [
     "ActorKind",
-    "AuditEntry",
+    "ApiToken",
     "Assistant",
+    "AuditEntry",
+    "ChatReply",
     "EmbeddingState",
     "EndUser",
+    "ErasureReceipt",
+    "ExportJob",
     "HeatSample",
+    "IdempotentRequest",
+    "JobStatus",
     "KnowledgeEntry",
     "Membership",
     "MemoryEvent",
     "MemorySpace",
     "Page",
     "ProfileVersion",
+    "ReplyStatus",
     "Role",
     "Segment",
     "Tenant",
