@@ -1,0 +1,288 @@
+"""GDPR: everything held about one end user (access/portability), and erasure with a receipt that stays."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.contrib.sessions.models import Session
+from django.db import transaction
+from django.utils import timezone
+
+from memory.models import (
+    AuditEntry,
+    ChatReply,
+    EndUser,
+    ErasureReceipt,
+    ExportJob,
+    HeatSample,
+    IdempotentRequest,
+    KnowledgeEntry,
+    MemoryEvent,
+    MemorySpace,
+    Page,
+    ProfileVersion,
+    Segment,
+)
+from memory.services.audit import Actor, audit_record, audit_tombstone_actor, audit_tombstone_subject
+
+EXPORT_FORMAT = "memoryos-export/1"
+
+
+def _iso(value) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _page(page: Page) -> dict:
+    return {
+        "id": page.id,
+        "seq": page.seq,
+        "at": _iso(page.at),
+        "tier": page.tier,
+        "user_message": page.user_message,
+        "assistant_reply": page.assistant_reply,
+        "segment_id": page.segment_id,
+        "previous_page_id": page.prev_page_id,
+        "chain_summary": page.chain_summary,
+        "topic_summary": page.topic_summary,
+        "keywords": page.keywords,
+        "analysed": page.analysed,
+        "pinned": page.pinned,
+        "source": page.source,
+        "embedding": None if page.embedding is None else [float(x) for x in page.embedding],
+    }
+
+
+def _segment(segment: Segment, samples: list[HeatSample]) -> dict:
+    return {
+        "id": segment.id,
+        "summary": segment.summary,
+        "keywords": segment.keywords,
+        "n_visit": segment.n_visit,
+        "l_interaction": segment.l_interaction,
+        "last_touched_at": _iso(segment.last_touched_at),
+        "pinned": segment.pinned,
+        "locked": segment.locked,
+        "created_at": _iso(segment.created_at),
+        "heat_history": [
+            {
+                "at": _iso(s.at),
+                "event": s.event,
+                "n_visit": s.n_visit,
+                "l_interaction": s.l_interaction,
+                "r_recency": s.r_recency,
+                "heat": s.heat,
+            }
+            for s in samples
+        ],
+    }
+
+
+def _space(space: MemorySpace) -> dict:
+    samples: dict[int, list[HeatSample]] = {}
+    for sample in HeatSample.objects.filter(space=space).order_by("at", "id"):
+        samples.setdefault(sample.segment_id, []).append(sample)
+    return {
+        "assistant": {"external_id": space.assistant.external_id, "name": space.assistant.name},
+        "memory_paused": space.paused,
+        "pages": [_page(p) for p in Page.objects.filter(space=space).order_by("seq")],
+        "segments": [_segment(s, samples.get(s.id, [])) for s in Segment.objects.filter(space=space).order_by("id")],
+        "replies": [
+            {
+                "at": _iso(r.created_at),
+                "status": r.status,
+                "user_message": r.user_message,
+                "page_id": r.page_id,
+                "memory_used": r.memory_used,
+                "llm_calls": r.llm_calls,
+            }
+            for r in ChatReply.objects.filter(space=space).order_by("created_at")
+        ],
+    }
+
+
+def user_export_data(*, end_user: EndUser) -> dict:
+    """Every tier of one end user's memory, with heat history, profile versions, knowledge, pins and audit entries.
+
+    Read-only; JSON-ready. Embeddings are included (they are personal data too).
+    """
+    spaces = MemorySpace.objects.filter(end_user=end_user).select_related("assistant").order_by("id")
+    knowledge = KnowledgeEntry.objects.filter(end_user=end_user).select_related("assistant").order_by("id")
+    return {
+        "format": EXPORT_FORMAT,
+        "generated_at": _iso(timezone.now()),
+        "end_user": {
+            "external_id": end_user.external_id,
+            "display_name": end_user.display_name,
+            "email": end_user.email,
+            "tenant": end_user.tenant.slug,
+            "created_at": _iso(end_user.created_at),
+            "last_active_at": _iso(end_user.last_active_at),
+        },
+        "memory": [_space(space) for space in spaces],
+        "profile_versions": [
+            {
+                "number": v.number,
+                "text": v.text,
+                "author": v.author,
+                "locked": v.locked,
+                "created_at": _iso(v.created_at),
+            }
+            for v in ProfileVersion.objects.filter(end_user=end_user).order_by("number")
+        ],
+        "knowledge": [
+            {
+                "id": k.id,
+                "kind": k.kind,
+                "assistant": k.assistant.external_id if k.assistant else None,
+                "text": k.text,
+                "pinned": k.pinned,
+                "locked": k.locked,
+                "created_at": _iso(k.created_at),
+                "source_page_ids": list(k.source_pages.values_list("id", flat=True)),
+            }
+            for k in knowledge
+        ],
+        "audit": [
+            {
+                "at": _iso(a.created_at),
+                "actor": a.actor_kind,
+                "actor_label": a.actor_label,
+                "action": a.action,
+                "target": a.target_type,
+                "reason": a.reason,
+                "erased": a.erased,
+            }
+            for a in AuditEntry.objects.filter(tenant_id=end_user.tenant_id, subject_id=end_user.pk).order_by("seq")
+        ],
+    }
+
+
+# --- Erasure --------------------------------------------------------------------------------------------------
+
+
+def _querysets(end_user: EndUser) -> dict[str, object]:
+    """Every row about the end user, by table, in an order that deletes cleanly."""
+    spaces = MemorySpace.objects.filter(end_user=end_user)
+    return {
+        "memory_chatreply": ChatReply.objects.filter(space__in=spaces),
+        "memory_heatsample": HeatSample.objects.filter(space__in=spaces),
+        "memory_knowledgeentry": KnowledgeEntry.objects.filter(end_user=end_user),
+        "memory_profileversion": ProfileVersion.objects.filter(end_user=end_user),
+        "memory_page": Page.objects.filter(space__in=spaces),
+        "memory_segment": Segment.objects.filter(space__in=spaces),
+        "memory_memoryevent": MemoryEvent.objects.filter(end_user=end_user),
+        "memory_idempotentrequest": IdempotentRequest.objects.filter(end_user=end_user),
+        "memory_exportjob": ExportJob.objects.filter(end_user=end_user),
+        "memory_memoryspace": spaces,
+        "memory_enduser": EndUser.objects.filter(pk=end_user.pk),
+    }
+
+
+def _sessions_of(user_id: int) -> list[str]:
+    return [s.session_key for s in Session.objects.all() if s.get_decoded().get("_auth_user_id") == str(user_id)]
+
+
+def erasure_counts(*, end_user: EndUser) -> dict[str, int]:
+    """Dry run: how many rows each table holds about the end user (audit entries are tombstoned, not deleted)."""
+    counts = {table: qs.count() for table, qs in _querysets(end_user).items()}
+    counts["memory_auditentry (tombstoned)"] = AuditEntry.objects.filter(
+        tenant_id=end_user.tenant_id, subject_id=end_user.pk, erased=False
+    ).count()
+    if end_user.account_id:
+        counts["auth_user"] = 1
+        counts["django_session"] = len(_sessions_of(end_user.account_id))
+    return counts
+
+
+@dataclass(frozen=True)
+class Erasure:
+    counts: dict[str, int]
+    receipt: ErasureReceipt | None
+
+
+def _receipt_hash(fields: dict) -> str:
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def subject_reference(end_user: EndUser) -> str:
+    """A stable, unreadable reference to the end user: lets a DPO prove which request a receipt answers."""
+    return hashlib.sha256(f"{end_user.tenant_id}:{end_user.external_id}".encode()).hexdigest()
+
+
+@transaction.atomic
+def user_erase(*, end_user: EndUser, actor: Actor, legal_basis: str, reason: str = "", dry_run: bool = True) -> Erasure:
+    """Delete everything about an end user in every table; audit entries about them keep only tombstones.
+
+    With `dry_run` (the default) nothing changes and the counts say what would go. A real run ends with an
+    ErasureReceipt (time, actor, legal basis, counts per table, a hash) that stays after the user is gone.
+    """
+    counts = erasure_counts(end_user=end_user)
+    if dry_run:
+        return Erasure(counts=counts, receipt=None)
+    legal_basis = (legal_basis or "").strip()
+    if not legal_basis:
+        raise ValueError("a legal basis is required to erase an end user")
+    tenant, subject_id, account_id = end_user.tenant, end_user.pk, end_user.account_id
+    subject_ref = subject_reference(end_user)
+    export_files = [
+        Path(p) for p in ExportJob.objects.filter(end_user=end_user).values_list("file_path", flat=True) if p
+    ]
+    audit_tombstone_subject(tenant=tenant, subject_id=subject_id)
+    audit_tombstone_actor(tenant=tenant, end_user_id=subject_id)
+    for queryset in _querysets(end_user).values():
+        queryset.delete()
+    if account_id:
+        Session.objects.filter(session_key__in=_sessions_of(account_id)).delete()
+        from django.contrib.auth import get_user_model
+
+        get_user_model().objects.filter(pk=account_id).delete()
+    transaction.on_commit(lambda: [f.unlink(missing_ok=True) for f in export_files])
+    created_at = timezone.now()
+    fields = {
+        "tenant": tenant.slug,
+        "subject_ref": subject_ref,
+        "actor": f"{actor.kind}:{actor.id}",
+        "legal_basis": legal_basis,
+        "counts": counts,
+        "created_at": created_at.isoformat(),
+    }
+    receipt = ErasureReceipt.objects.create(
+        tenant=tenant,
+        subject_id=subject_id,
+        subject_ref=subject_ref,
+        actor_kind=actor.kind,
+        actor_id=actor.id,
+        actor_label=actor.label,
+        legal_basis=legal_basis,
+        reason=reason,
+        counts=counts,
+        receipt_hash=_receipt_hash(fields),
+    )
+    ErasureReceipt.objects.filter(pk=receipt.pk).update(created_at=created_at)
+    receipt.created_at = created_at
+    audit_record(
+        tenant=tenant,
+        actor=actor,
+        action="gdpr.erasure",
+        target_type="erasure_receipt",
+        target_id=receipt.pk,
+        reason=legal_basis,
+        detail={"counts": counts, "receipt_hash": receipt.receipt_hash},
+    )
+    return Erasure(counts=counts, receipt=receipt)
+
+
+def receipt_verify(receipt: ErasureReceipt) -> bool:
+    """Whether the receipt's hash still matches its fields."""
+    fields = {
+        "tenant": receipt.tenant.slug,
+        "subject_ref": receipt.subject_ref,
+        "actor": f"{receipt.actor_kind}:{receipt.actor_id}",
+        "legal_basis": receipt.legal_basis,
+        "counts": receipt.counts,
+        "created_at": receipt.created_at.isoformat(),
+    }
+    return _receipt_hash(fields) == receipt.receipt_hash
