@@ -21,6 +21,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.real_embedder,
     pytest.mark.django_db(transaction=True),  # the worker sees only committed rows
+    pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy:DeprecationWarning"),  # inside kombu
 ]
 
 
