@@ -7,104 +7,195 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0003_audit_entry'),
+        ("memory", "0003_audit_entry"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100)),
-                ('prefix', models.CharField(max_length=16, unique=True)),
-                ('secret_hash', models.CharField(max_length=128)),
-                ('scopes', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=16), default=list, size=None)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('expires_at', models.DateTimeField(blank=True, null=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='api_tokens', to='memory.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100)),
+                ("prefix", models.CharField(max_length=16, unique=True)),
+                ("secret_hash", models.CharField(max_length=128)),
+                (
+                    "scopes",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=16), default=list, size=None
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("expires_at", models.DateTimeField(blank=True, null=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="api_tokens", to="memory.tenant"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ErasureReceipt',
+            name="ErasureReceipt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('subject_id', models.BigIntegerField()),
-                ('subject_ref', models.CharField(max_length=64)),
-                ('actor_kind', models.CharField(max_length=10)),
-                ('actor_id', models.CharField(max_length=64)),
-                ('actor_label', models.CharField(max_length=200)),
-                ('legal_basis', models.CharField(max_length=200)),
-                ('reason', models.TextField(blank=True)),
-                ('counts', models.JSONField(default=dict)),
-                ('receipt_hash', models.CharField(max_length=64)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='erasure_receipts', to='memory.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("subject_id", models.BigIntegerField()),
+                ("subject_ref", models.CharField(max_length=64)),
+                ("actor_kind", models.CharField(max_length=10)),
+                ("actor_id", models.CharField(max_length=64)),
+                ("actor_label", models.CharField(max_length=200)),
+                ("legal_basis", models.CharField(max_length=200)),
+                ("reason", models.TextField(blank=True)),
+                ("counts", models.JSONField(default=dict)),
+                ("receipt_hash", models.CharField(max_length=64)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="erasure_receipts", to="memory.tenant"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ExportJob',
+            name="ExportJob",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('requested_by', models.CharField(max_length=200)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Ready'), ('failed', 'Failed'), ('expired', 'Expired')], default='queued', max_length=8)),
-                ('progress', models.IntegerField(default=0)),
-                ('file_path', models.CharField(blank=True, max_length=500)),
-                ('download_token', models.CharField(blank=True, max_length=64)),
-                ('sha256', models.CharField(blank=True, max_length=64)),
-                ('size_bytes', models.BigIntegerField(default=0)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('expires_at', models.DateTimeField(blank=True, null=True)),
-                ('end_user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='exports', to='memory.enduser')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='export_jobs', to='memory.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("requested_by", models.CharField(max_length=200)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("done", "Ready"),
+                            ("failed", "Failed"),
+                            ("expired", "Expired"),
+                        ],
+                        default="queued",
+                        max_length=8,
+                    ),
+                ),
+                ("progress", models.IntegerField(default=0)),
+                ("file_path", models.CharField(blank=True, max_length=500)),
+                ("download_token", models.CharField(blank=True, max_length=64)),
+                ("sha256", models.CharField(blank=True, max_length=64)),
+                ("size_bytes", models.BigIntegerField(default=0)),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("expires_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "end_user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="exports",
+                        to="memory.enduser",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="export_jobs", to="memory.tenant"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ChatReply',
+            name="ChatReply",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('idempotency_key', models.CharField(max_length=100)),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('done', 'Done'), ('failed', 'Failed')], default='pending', max_length=7)),
-                ('user_message', models.TextField()),
-                ('mode', models.CharField(blank=True, max_length=8)),
-                ('memory_used', models.JSONField(blank=True, default=dict)),
-                ('dropped', models.JSONField(blank=True, default=list)),
-                ('llm_calls', models.IntegerField(default=0)),
-                ('prompt_tokens', models.IntegerField(default=0)),
-                ('completion_tokens', models.IntegerField(default=0)),
-                ('error', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('completed_at', models.DateTimeField(blank=True, null=True)),
-                ('page', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='reply', to='memory.page')),
-                ('space', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='replies', to='memory.memoryspace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("idempotency_key", models.CharField(max_length=100)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("pending", "Pending"), ("done", "Done"), ("failed", "Failed")],
+                        default="pending",
+                        max_length=7,
+                    ),
+                ),
+                ("user_message", models.TextField()),
+                ("mode", models.CharField(blank=True, max_length=8)),
+                ("memory_used", models.JSONField(blank=True, default=dict)),
+                ("dropped", models.JSONField(blank=True, default=list)),
+                ("llm_calls", models.IntegerField(default=0)),
+                ("prompt_tokens", models.IntegerField(default=0)),
+                ("completion_tokens", models.IntegerField(default=0)),
+                ("error", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("completed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "page",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="reply",
+                        to="memory.page",
+                    ),
+                ),
+                (
+                    "space",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="replies", to="memory.memoryspace"
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['space', '-created_at'], name='reply_space_recent')],
-                'constraints': [models.UniqueConstraint(fields=('space', 'idempotency_key'), name='one_reply_per_idempotency_key')],
+                "indexes": [models.Index(fields=["space", "-created_at"], name="reply_space_recent")],
+                "constraints": [
+                    models.UniqueConstraint(fields=("space", "idempotency_key"), name="one_reply_per_idempotency_key")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='IdempotentRequest',
+            name="IdempotentRequest",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=100)),
-                ('endpoint', models.CharField(max_length=100)),
-                ('request_hash', models.CharField(max_length=64)),
-                ('status_code', models.IntegerField(blank=True, null=True)),
-                ('response', models.JSONField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('end_user', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='memory.enduser')),
-                ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='memory.tenant')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("key", models.CharField(max_length=100)),
+                ("endpoint", models.CharField(max_length=100)),
+                ("request_hash", models.CharField(max_length=64)),
+                ("status_code", models.IntegerField(blank=True, null=True)),
+                ("response", models.JSONField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "end_user",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="memory.enduser",
+                    ),
+                ),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="memory.tenant"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('tenant', 'endpoint', 'key'), name='one_request_per_idempotency_key')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("tenant", "endpoint", "key"), name="one_request_per_idempotency_key"
+                    )
+                ],
             },
         ),
     ]
