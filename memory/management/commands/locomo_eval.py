@@ -1,0 +1,81 @@
+"""python manage.py locomo_eval: evidence recall (and with --answer, F1 and BLEU-1) on LoCoMo-format data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from memory.evaluation.locomo_eval import CURVE_MAX_K, LLM_MODES, SYSTEMS, EvalOptions, EvaluationError, locomo_evaluate
+from memory.evaluation.report import report_html
+from memory.evaluation.scoring import CATEGORY_NAMES
+
+DEFAULT_DATA = Path(settings.BASE_DIR).parent / "shared" / "data" / "locomo" / "locomo_dev.json"
+
+
+def _csv(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+class Command(BaseCommand):
+    help = (
+        "Replay LoCoMo conversations through the memory pipeline into a fresh tenant and score each system's "
+        "retrieval (evidence recall@k) and, with --answer, its answers."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"LoCoMo JSON (default {DEFAULT_DATA})")
+        parser.add_argument("--conversations", type=_csv, default=None, help="sample ids, e.g. conv-26,conv-30")
+        parser.add_argument("--systems", type=_csv, default=list(SYSTEMS), help=f"default {','.join(SYSTEMS)}")
+        parser.add_argument("--k", type=int, default=10, help=f"k of recall@k and of answer context (1–{CURVE_MAX_K})")
+        parser.add_argument("--llm", choices=LLM_MODES, default="offline", help="offline: no model at all")
+        parser.add_argument("--answer", action="store_true", help="also answer every question and score answers")
+        parser.add_argument("--out", type=Path, default=Path("results.json"))
+        parser.add_argument("--report", type=Path, default=Path("report.html"))
+        parser.add_argument("--tenant", default="", help="slug of the fresh tenant (default locomo-<timestamp>)")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    def handle(self, *args, **options) -> None:
+        run = EvalOptions(
+            data=options["data"],
+            conversations=options["conversations"],
+            systems=tuple(options["systems"]),
+            k=options["k"],
+            llm=options["llm"],
+            answer=options["answer"],
+            tenant_slug=options["tenant"],
+            progress=False if options["no_progress"] else None,
+        )
+        try:
+            results = locomo_evaluate(run)
+        except EvaluationError as exc:
+            raise CommandError(str(exc)) from exc
+        for path in (options["out"], options["report"]):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        options["out"].write_text(json.dumps(results, indent=1))
+        options["report"].write_text(report_html(results))
+        self._summary(results)
+        self.stdout.write(self.style.SUCCESS(f"Wrote {options['out']} and {options['report']}."))
+
+    def _summary(self, results: dict) -> None:
+        self.stdout.write(
+            f"{results['turns']} turns → {results['pages']} pages ({results['pages_with_dia_ids']} dia_ids), "
+            f"{results['segments']} segments, tenant {results['tenant']}; {results['questions']} questions; "
+            f"{results['seconds']} s ({results['ingest_seconds']} s ingesting)"
+        )
+        keys = ["1", "2", "3", "4", "overall", "5"]
+        names = [("overall 1–4" if key == "overall" else CATEGORY_NAMES[int(key)]) for key in keys]
+        self.stdout.write(f"{'':14}{'metric':12}" + "".join(f"{name:>13}" for name in names))
+        for system, summary in results["systems"].items():
+            for metric in ("recall_at_k", "f1", "f1_locomo", "bleu1"):
+                if metric not in summary:
+                    continue
+                label = f"recall@{summary['k']}" if metric == "recall_at_k" else metric
+                cells = "".join(_cell(summary[metric].get(key)) for key in keys)
+                self.stdout.write(f"{system:14}{label:12}{cells}")
+
+
+def _cell(value: float | None) -> str:
+    return f"{'–':>13}" if value is None else f"{value:>13.3f}"
