@@ -245,4 +245,10 @@ MEMORY_MESSAGE_MAX_CHARS = env_int("MEMORY_MESSAGE_MAX_CHARS", 8000)
 if MEMORY_STM_CAPACITY < 1:
     raise ImproperlyConfigured("MEMORY_STM_CAPACITY must be at least 1")
 
+# --- Chat (chat/): the end users' web chat and the generation loop ----------------------------------------------
+# Estimated tokens (characters / 4) of the whole prompt; past it the lowest-ranked memory is dropped, and recorded.
+CHAT_PROMPT_TOKEN_BUDGET = env_int("CHAT_PROMPT_TOKEN_BUDGET", 6000)
+CHAT_REPLY_MAX_TOKENS = env_int("CHAT_REPLY_MAX_TOKENS", 1000)
+CHAT_HISTORY_TURNS = env_int("CHAT_HISTORY_TURNS", 50)
+
 DEMO_PASSWORD = env_str("DEMO_PASSWORD", "memoryos-demo")

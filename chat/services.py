@@ -1,0 +1,187 @@
+"""The generation loop (spec §4): retrieve, build the prompt, generate, record the turn, explain the reply.
+
+Chat writes memory only through memory services: `chat_reply_*` for the reply's record, `turn_record` for the
+turn, `reply_memory_record` for the audit of the memory a reply used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from chat.offline import offline_reply
+from chat.prompt import Prompt, memory_used, prompt_build
+from memory.llm import LLMError, get_llm
+from memory.models import Assistant, ChatReply, EndUser, MemorySpace, ReplyStatus
+from memory.models.tiers import PageSource
+from memory.retrieval import RetrievalResult, retrieve
+from memory.services.audit import Actor
+from memory.services.governance import reply_memory_record
+from memory.services.replies import chat_reply_claim, chat_reply_complete, chat_reply_fail
+from memory.services.turns import InvalidTurn, space_get_or_create, turn_record
+from memory.steps import Usage, llm_configured
+
+IDEMPOTENCY_KEY_MAX = 100
+
+
+class InvalidMessage(ValueError):
+    """The message cannot be sent as given; the text says why, in words for the end user."""
+
+
+@dataclass(frozen=True)
+class Generated:
+    text: str
+    mode: str
+    usage: Usage
+
+
+@dataclass(frozen=True)
+class ReplyResult:
+    """The outcome of one submit: the reply's record, its text, and the retrieval behind it.
+
+    `replayed` is true when an earlier submit with the same idempotency key owns the reply (done or still
+    pending); `retrieval` is None then, and when generation failed before retrieving.
+    """
+
+    reply: ChatReply
+    text: str
+    retrieval: RetrievalResult | None
+    replayed: bool = False
+
+    @property
+    def done(self) -> bool:
+        return self.reply.status == ReplyStatus.DONE
+
+    @property
+    def pending(self) -> bool:
+        return self.reply.status == ReplyStatus.PENDING
+
+    @property
+    def failed(self) -> bool:
+        return self.reply.status == ReplyStatus.FAILED
+
+
+def message_check(message: str) -> str:
+    """The message as sent; raises InvalidMessage when it is empty, too long or not text."""
+    if not isinstance(message, str) or not message.strip():
+        raise InvalidMessage("Write a message first.")
+    limit = settings.MEMORY_MESSAGE_MAX_CHARS
+    if len(message) > limit:
+        raise InvalidMessage(f"Your message is {len(message):,} characters long; the limit is {limit:,}.")
+    if "\x00" in message:
+        raise InvalidMessage("Your message contains a NUL character.")
+    return message
+
+
+def _key_check(key: str) -> str:
+    if not isinstance(key, str) or not key.strip() or len(key) > IDEMPOTENCY_KEY_MAX:
+        raise InvalidMessage("The form has expired; reload the page and send your message again.")
+    return key.strip()
+
+
+def reply_generate(
+    *,
+    end_user: EndUser,
+    assistant: Assistant,
+    message: str,
+    idempotency_key: str,
+    actor: Actor | None = None,
+    now: datetime | None = None,
+) -> ReplyResult:
+    """Answer `message` from memory and store the turn; a second submit with the same key answers nothing new.
+
+    Steps: claim the reply by (space, key), retrieve (recording segment visits unless memory is paused), build the
+    prompt within CHAT_PROMPT_TOKEN_BUDGET, generate (one LLM call, or the offline reply), then in one transaction
+    record the turn, complete the reply and audit the memory it used. An LLM failure marks the reply failed with
+    its reason and stores no page; the same key may then be sent again. Raises InvalidMessage for a bad message
+    and InvalidTurn when the user and assistant belong to different tenants.
+    """
+    message, idempotency_key = message_check(message), _key_check(idempotency_key)
+    space = space_get_or_create(end_user=end_user, assistant=assistant)
+    reply, claimed = chat_reply_claim(space=space, idempotency_key=idempotency_key, user_message=message)
+    if not claimed:
+        page_text = reply.page.assistant_reply if reply.page_id else ""
+        return ReplyResult(reply=reply, text=page_text, retrieval=None, replayed=True)
+    now = now or timezone.now()
+    mode = "llm" if llm_configured() else "offline"
+    try:
+        retrieval = retrieve(space=space, query=message, record_visits=not space.paused, now=now)
+        prompt = prompt_build(
+            assistant=assistant, retrieval=retrieval, message=message, now=now, budget=settings.CHAT_PROMPT_TOKEN_BUDGET
+        )
+        generated = _generate(prompt, retrieval, mode)
+        page_text = _store(space, reply, message, generated, retrieval, prompt, actor or Actor.end_user(end_user), now)
+    except _Failed as failure:
+        chat_reply_fail(reply=reply, mode=mode, error=str(failure), usage=failure.usage)
+        return ReplyResult(reply=reply, text="", retrieval=None)
+    except Exception:
+        # A bug must not leave the key pending for ever: mark it failed so it can be retried, then let it surface
+        # (if even that write fails, the original error is the one worth seeing).
+        with contextlib.suppress(Exception):
+            chat_reply_fail(reply=reply, mode=mode, error="an unexpected error stopped the reply", usage=Usage())
+        raise
+    return ReplyResult(reply=reply, text=page_text, retrieval=retrieval)
+
+
+class _Failed(Exception):
+    def __init__(self, message: str, usage: Usage) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+def _generate(prompt: Prompt, retrieval: RetrievalResult, mode: str) -> Generated:
+    """One generation call through the LLM seam, or the offline reply built from the memory the prompt kept."""
+    if mode == "offline":
+        text = offline_reply(retrieval=retrieval, dropped={item.key for item in prompt.dropped})
+        return Generated(text=text, mode=mode, usage=Usage())
+    try:
+        answer = get_llm().complete(prompt.messages(), max_tokens=settings.CHAT_REPLY_MAX_TOKENS, temperature=0.7)
+    except LLMError as exc:
+        raise _Failed(str(exc), Usage(calls=1)) from exc
+    usage = Usage(calls=1, prompt_tokens=answer.prompt_tokens, completion_tokens=answer.completion_tokens)
+    return Generated(text=answer.text.strip(), mode=mode, usage=usage)
+
+
+def _store(
+    space: MemorySpace,
+    reply: ChatReply,
+    message: str,
+    generated: Generated,
+    retrieval: RetrievalResult,
+    prompt: Prompt,
+    actor: Actor,
+    now: datetime,
+) -> str:
+    """Record the turn, complete the reply and audit the memory it used, all or nothing."""
+    used = memory_used(retrieval, prompt)
+    dropped = [item.as_dropped() for item in prompt.dropped]
+    try:
+        with transaction.atomic():
+            recorded = turn_record(
+                end_user=space.end_user,
+                assistant=space.assistant,
+                user_message=message,
+                assistant_reply=generated.text,
+                at=now,
+                source=PageSource.CHAT,
+                source_ref=f"chat-reply:{reply.pk}",
+            )
+            chat_reply_complete(
+                reply=reply,
+                page=recorded.page,
+                mode=generated.mode,
+                memory_used=used,
+                dropped=dropped,
+                usage=generated.usage,
+            )
+            reply_memory_record(
+                space=space, used={**used, "dropped": dropped}, actor=actor, request_id=f"chat-reply-{reply.pk}"
+            )
+    except InvalidTurn as exc:
+        raise _Failed(f"the reply could not be stored: {exc}", generated.usage) from exc
+    return generated.text

@@ -1,0 +1,80 @@
+"""The record of each chat reply: claimed by its idempotency key, then completed with its page or failed.
+
+The chat's generation loop (chat.services.reply_generate) calls these; it never writes ChatReply itself.
+"""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from memory.models import ChatReply, MemorySpace, Page, ReplyStatus
+from memory.steps import Usage
+
+
+def chat_reply_claim(*, space: MemorySpace, idempotency_key: str, user_message: str) -> tuple[ChatReply, bool]:
+    """The reply for (space, key), and whether this caller now owns generating it.
+
+    A new key creates a pending reply (claimed). A failed reply is claimed again by exactly one caller (a
+    conditional UPDATE), so a retry with the same key generates once more; a pending or done reply is returned as
+    it is (not claimed), so a double submit creates no second turn. Commits at once, so a concurrent submit sees it.
+    """
+    try:
+        with transaction.atomic():
+            return ChatReply.objects.create(
+                space=space, idempotency_key=idempotency_key, user_message=user_message
+            ), True
+    except IntegrityError:
+        pass  # the key is taken: a double submit, a retry or a race with another request
+    retried = ChatReply.objects.filter(space=space, idempotency_key=idempotency_key, status=ReplyStatus.FAILED).update(
+        status=ReplyStatus.PENDING,
+        user_message=user_message,
+        error="",
+        completed_at=None,
+    )
+    reply = ChatReply.objects.get(space=space, idempotency_key=idempotency_key)
+    return reply, retried == 1
+
+
+def chat_reply_complete(
+    *, reply: ChatReply, page: Page, mode: str, memory_used: dict, dropped: list[dict], usage: Usage
+) -> None:
+    """Mark a claimed reply done: link the page (the stored turn), what memory it used and dropped, what it cost."""
+    reply.status = ReplyStatus.DONE
+    reply.page = page
+    reply.mode = mode
+    reply.memory_used = memory_used
+    reply.dropped = dropped
+    reply.llm_calls = usage.calls
+    reply.prompt_tokens = usage.prompt_tokens
+    reply.completion_tokens = usage.completion_tokens
+    reply.error = ""
+    reply.completed_at = timezone.now()
+    reply.save(
+        update_fields=[
+            "status",
+            "page",
+            "mode",
+            "memory_used",
+            "dropped",
+            "llm_calls",
+            "prompt_tokens",
+            "completion_tokens",
+            "error",
+            "completed_at",
+        ]
+    )
+
+
+def chat_reply_fail(*, reply: ChatReply, mode: str, error: str, usage: Usage) -> None:
+    """Mark a claimed reply failed with a message for the user; it keeps the user's message and stores no page."""
+    reply.status = ReplyStatus.FAILED
+    reply.mode = mode
+    reply.error = error[:2000]
+    reply.llm_calls = usage.calls
+    reply.prompt_tokens = usage.prompt_tokens
+    reply.completion_tokens = usage.completion_tokens
+    reply.completed_at = timezone.now()
+    reply.save(
+        update_fields=["status", "mode", "error", "llm_calls", "prompt_tokens", "completion_tokens", "completed_at"]
+    )
