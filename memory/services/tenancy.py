@@ -15,6 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from memory.models import Assistant, EndUser, Membership, Role, Tenant
+from memory.services.audit import Actor, audit_record
 
 DEFAULT_ASSISTANT_ID = "ava"
 DEFAULT_ASSISTANT_NAME = "Ava"
@@ -131,3 +132,46 @@ def _account(*, username: str, password: str | None, email: str = "") -> Abstrac
         account.set_password(password)
         account.save(update_fields=["password"])
     return account
+
+
+@transaction.atomic
+def end_user_set_active(*, end_user: EndUser, active: bool, actor: Actor, reason: str = "") -> bool:
+    """Deactivate an end user (no new turns or chat, no login) or reactivate them; their memory is kept.
+
+    Returns whether anything changed; an unchanged state is not audited.
+    """
+    if not EndUser.objects.filter(pk=end_user.pk).exclude(is_active=active).update(is_active=active):
+        return False
+    end_user.is_active = active
+    action = "end_user.activate" if active else "end_user.deactivate"
+    audit_record(
+        tenant=end_user.tenant_id,
+        actor=actor,
+        action=action,
+        end_user=end_user,
+        target_type="end_user",
+        target_id=end_user.pk,
+        reason=reason,
+    )
+    return True
+
+
+@transaction.atomic
+def assistant_set_active(*, assistant: Assistant, active: bool, actor: Actor, reason: str = "") -> bool:
+    """Deactivate an assistant (no new turns or chat with it) or reactivate it; memory with it is kept.
+
+    Returns whether anything changed; an unchanged state is not audited.
+    """
+    if not Assistant.objects.filter(pk=assistant.pk).exclude(is_active=active).update(is_active=active):
+        return False
+    assistant.is_active = active
+    action = "assistant.activate" if active else "assistant.deactivate"
+    audit_record(
+        tenant=assistant.tenant_id,
+        actor=actor,
+        action=action,
+        target_type="assistant",
+        target_id=assistant.pk,
+        reason=reason,
+    )
+    return True

@@ -1,0 +1,55 @@
+"""Who is calling and on which tenant's behalf: one `Principal` per request, from a token or an operator's session.
+
+A token belongs to one tenant and carries scopes. An operator (session authentication, the dashboard's own calls)
+acts on the tenant named by the `X-Tenant` header, or on their only tenant, with the permissions of their role.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rest_framework import exceptions
+from rest_framework.request import Request
+
+from memory.models import ApiToken, Membership, Tenant
+from memory.roles import PERMISSIONS
+from memory.services.audit import Actor
+
+TENANT_HEADER = "X-Tenant"
+
+
+@dataclass(frozen=True)
+class Principal:
+    tenant: Tenant
+    scopes: frozenset[str]
+    actor: Actor
+    token: ApiToken | None = None
+
+
+def principal_of(request: Request) -> Principal:
+    """The caller of an authenticated request (cached on it). Raises 404 for a tenant the operator has no role in."""
+    cached = getattr(request, "_memoryos_principal", None)
+    if cached is not None:
+        return cached
+    if isinstance(request.auth, ApiToken):
+        token = request.auth
+        principal = Principal(token.tenant, frozenset(token.scopes), Actor.api_token(token.pk, token.name), token)
+    else:
+        principal = _operator_principal(request)
+    request._memoryos_principal = principal
+    return principal
+
+
+def _operator_principal(request: Request) -> Principal:
+    memberships = Membership.objects.filter(user=request.user).select_related("tenant")
+    slug = request.headers.get(TENANT_HEADER, "").strip()
+    if slug:
+        memberships = memberships.filter(tenant__slug=slug)
+    found = list(memberships[:2])
+    if not found:
+        raise exceptions.NotFound("No such tenant.")
+    if len(found) > 1:
+        raise exceptions.ValidationError({TENANT_HEADER: ["You belong to several tenants: name one in this header."]})
+    membership = found[0]
+    scopes = frozenset(str(permission) for permission in PERMISSIONS[membership.role])
+    return Principal(membership.tenant, scopes, Actor.operator(request.user))

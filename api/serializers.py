@@ -1,0 +1,442 @@
+"""What the API accepts and answers. Input serializers validate shape and size; services validate meaning."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from memory.heat import segment_heat
+from memory.models import (
+    Assistant,
+    AuditEntry,
+    EndUser,
+    ErasureReceipt,
+    ExportJob,
+    HeatSample,
+    KnowledgeEntry,
+    Page,
+    ProfileVersion,
+    Segment,
+)
+from memory.services.gdpr import receipt_verify
+from memory.services.governance import MAX_MEMORY_TEXT
+from memory.services.tenancy import EXTERNAL_ID
+
+# --- Fields ---------------------------------------------------------------------------------------------------
+
+
+class ExternalIdField(serializers.RegexField):
+    """An end user's or assistant's external id, as the integrator chose it (`alice`, `ava`)."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("max_length", 128)
+        kwargs.setdefault(
+            "error_messages",
+            {"invalid": "Use 1 to 128 letters, digits and _ . @ : + -, starting with a letter or digit."},
+        )
+        super().__init__(EXTERNAL_ID, **kwargs)
+
+
+class MessageField(serializers.CharField):
+    """A user message or reply: kept as sent (not trimmed), at most settings.MEMORY_MESSAGE_MAX_CHARS characters."""
+
+    def __init__(self, **kwargs) -> None:
+        # Read at each instantiation (serializers copy their fields per use), so the setting can change.
+        kwargs.setdefault("max_length", settings.MEMORY_MESSAGE_MAX_CHARS)
+        kwargs.setdefault("trim_whitespace", False)
+        super().__init__(**kwargs)
+
+
+def reason_field(*, required: bool = True) -> serializers.CharField:
+    return serializers.CharField(
+        max_length=500, required=required, allow_blank=not required, help_text="Why: kept in the audit log."
+    )
+
+
+# --- Turns, retrieval, chat -----------------------------------------------------------------------------------
+
+
+class TurnIn(serializers.Serializer):
+    user = ExternalIdField(help_text="The end user's external id; created if new.")
+    assistant = ExternalIdField(help_text="The assistant's external id; it must exist.")
+    user_message = MessageField()
+    assistant_reply = MessageField()
+    at = serializers.DateTimeField(required=False, help_text="When the turn happened (ISO-8601); default: now.")
+
+
+class TurnOut(serializers.Serializer):
+    page_id = serializers.IntegerField()
+    queued_updating = serializers.BooleanField(help_text="Whether a page left short-term memory and was queued.")
+
+
+class RetrieveIn(serializers.Serializer):
+    user = ExternalIdField()
+    assistant = ExternalIdField()
+    query = MessageField(allow_blank=True)
+    include_prompt = serializers.BooleanField(default=False, help_text="Also return the assembled prompt.")
+    record_visits = serializers.BooleanField(
+        default=True, help_text="Count this retrieval in the heat of the segments that supplied pages."
+    )
+
+
+class ChatIn(serializers.Serializer):
+    user = ExternalIdField(help_text="The end user's external id; created if new.")
+    assistant = ExternalIdField()
+    message = MessageField()
+
+
+class ShortTermPageOut(serializers.ModelSerializer):
+    class Meta:
+        model = Page
+        fields = ["id", "seq", "at", "user_message", "assistant_reply", "text"]
+
+
+class RetrievedPageOut(serializers.Serializer):
+    id = serializers.IntegerField(source="page.id")
+    score = serializers.FloatField()
+    text = serializers.CharField(source="page.text")
+    at = serializers.DateTimeField(source="page.at")
+    segment_id = serializers.IntegerField(source="page.segment_id")
+    chain_summary = serializers.CharField(source="page.chain_summary")
+
+
+class RetrievedSegmentOut(serializers.Serializer):
+    id = serializers.IntegerField(source="segment.id")
+    score = serializers.FloatField()
+    summary = serializers.CharField(source="segment.summary")
+    keywords = serializers.ListField(child=serializers.CharField(), source="segment.keywords")
+
+
+class ProfileOut(serializers.ModelSerializer):
+    class Meta:
+        model = ProfileVersion
+        fields = ["id", "number", "text", "created_at"]
+
+
+class RetrievedKnowledgeOut(serializers.Serializer):
+    id = serializers.IntegerField()
+    kind = serializers.ChoiceField(choices=["user", "assistant"])
+    text = serializers.CharField()
+    score = serializers.FloatField(allow_null=True, help_text="Null for a pinned entry that retrieval did not rank.")
+    pinned = serializers.BooleanField()
+
+
+class RetrieveOut(serializers.Serializer):
+    query = serializers.CharField()
+    query_keywords = serializers.ListField(child=serializers.CharField())
+    short_term = ShortTermPageOut(many=True, help_text="Short-term memory, oldest first.")
+    pages = RetrievedPageOut(many=True, help_text="Mid-term pages, best first.")
+    segments = RetrievedSegmentOut(many=True)
+    profile = ProfileOut(allow_null=True)
+    knowledge = RetrievedKnowledgeOut(many=True, help_text="User and assistant knowledge, then pinned entries.")
+    pinned_pages = ShortTermPageOut(many=True)
+    used = serializers.DictField(help_text="Ids and scores of everything retrieved (as a reply would record it).")
+    prompt = serializers.CharField(required=False, help_text="Only with include_prompt: the assembled prompt.")
+
+
+class ChatOut(serializers.Serializer):
+    reply = serializers.CharField()
+    memory_used = serializers.DictField()
+    page_id = serializers.IntegerField(allow_null=True)
+    mode = serializers.CharField(help_text="`llm`, or `offline` when no language model is configured.")
+
+
+# --- End users and assistants -----------------------------------------------------------------------------------
+
+
+class EndUserIn(serializers.Serializer):
+    external_id = ExternalIdField()
+    display_name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    email = serializers.EmailField(max_length=254, required=False, allow_blank=True, default="")
+
+
+class EndUserOut(serializers.ModelSerializer):
+    class Meta:
+        model = EndUser
+        fields = ["external_id", "display_name", "email", "is_active", "created_at", "last_active_at"]
+
+
+class AssistantIn(serializers.Serializer):
+    external_id = ExternalIdField()
+    name = serializers.CharField(max_length=200)
+    persona = serializers.CharField(max_length=MAX_MEMORY_TEXT, required=False, allow_blank=True, default="")
+
+
+class AssistantOut(serializers.ModelSerializer):
+    class Meta:
+        model = Assistant
+        fields = ["external_id", "name", "persona", "is_active", "created_at"]
+
+
+class ActivationIn(serializers.Serializer):
+    reason = reason_field(required=False)
+
+
+# --- Memory items ---------------------------------------------------------------------------------------------
+
+
+class PageOut(serializers.ModelSerializer):
+    user = serializers.CharField(source="space.end_user.external_id")
+    assistant = serializers.CharField(source="space.assistant.external_id")
+    segment_id = serializers.IntegerField(allow_null=True)
+    prev_page_id = serializers.IntegerField(allow_null=True)
+
+    class Meta:
+        model = Page
+        fields = [
+            "id",
+            "user",
+            "assistant",
+            "seq",
+            "at",
+            "tier",
+            "user_message",
+            "assistant_reply",
+            "text",
+            "segment_id",
+            "prev_page_id",
+            "chain_summary",
+            "topic_summary",
+            "keywords",
+            "analysed",
+            "pinned",
+            "source",
+            "created_at",
+        ]
+
+
+class PagePatch(serializers.Serializer):
+    pinned = serializers.BooleanField()
+    reason = reason_field()
+
+
+class SegmentOut(serializers.ModelSerializer):
+    user = serializers.CharField(source="space.end_user.external_id")
+    assistant = serializers.CharField(source="space.assistant.external_id")
+    page_count = serializers.IntegerField()
+    heat = serializers.SerializerMethodField()
+    r_recency = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Segment
+        fields = [
+            "id",
+            "user",
+            "assistant",
+            "summary",
+            "keywords",
+            "page_count",
+            "n_visit",
+            "l_interaction",
+            "r_recency",
+            "heat",
+            "last_touched_at",
+            "pinned",
+            "locked",
+            "created_at",
+            "updated_at",
+        ]
+
+    @extend_schema_field(OpenApiTypes.DOUBLE)
+    def get_heat(self, segment: Segment) -> float:
+        return segment_heat(segment, timezone.now()).value
+
+    @extend_schema_field(OpenApiTypes.DOUBLE)
+    def get_r_recency(self, segment: Segment) -> float:
+        return segment_heat(segment, timezone.now()).r_recency
+
+
+class SegmentPatch(serializers.Serializer):
+    summary = serializers.CharField(max_length=MAX_MEMORY_TEXT, required=False)
+    keywords = serializers.ListField(child=serializers.CharField(max_length=64), max_length=8, required=False)
+    pinned = serializers.BooleanField(required=False)
+    locked = serializers.BooleanField(required=False)
+    reason = reason_field()
+
+    def validate(self, attrs: dict) -> dict:
+        if "keywords" in attrs and "summary" not in attrs:
+            raise serializers.ValidationError({"summary": ["Send the summary with the keywords."]})
+        return attrs
+
+
+class HeatSampleOut(serializers.ModelSerializer):
+    class Meta:
+        model = HeatSample
+        fields = ["at", "event", "n_visit", "l_interaction", "r_recency", "heat"]
+
+
+class KnowledgeOut(serializers.ModelSerializer):
+    user = serializers.CharField(source="end_user.external_id")
+    assistant = serializers.CharField(source="assistant.external_id", allow_null=True)
+    source_segment_id = serializers.IntegerField(allow_null=True)
+    source_page_ids = serializers.SerializerMethodField()
+
+    class Meta:
+        model = KnowledgeEntry
+        fields = [
+            "id",
+            "user",
+            "assistant",
+            "kind",
+            "text",
+            "pinned",
+            "locked",
+            "source_segment_id",
+            "source_page_ids",
+            "created_at",
+        ]
+
+    def get_source_page_ids(self, entry: KnowledgeEntry) -> list[int]:
+        return [page.id for page in entry.source_pages.all()]
+
+
+class KnowledgePatch(serializers.Serializer):
+    text = serializers.CharField(max_length=MAX_MEMORY_TEXT, required=False)
+    pinned = serializers.BooleanField(required=False)
+    locked = serializers.BooleanField(required=False)
+    reason = reason_field()
+
+
+class ProfileVersionOut(serializers.ModelSerializer):
+    user = serializers.CharField(source="end_user.external_id")
+    source_segment_id = serializers.IntegerField(allow_null=True)
+
+    class Meta:
+        model = ProfileVersion
+        fields = ["id", "user", "number", "text", "author", "locked", "source_segment_id", "created_at"]
+
+
+class ProfileVersionPatch(serializers.Serializer):
+    locked = serializers.BooleanField()
+    reason = reason_field()
+
+
+class ProfileIn(serializers.Serializer):
+    text = serializers.CharField(max_length=MAX_MEMORY_TEXT)
+    reason = reason_field()
+
+
+class ForgetIn(serializers.Serializer):
+    reason = reason_field()
+
+
+class ForgetOut(serializers.Serializer):
+    forgotten = serializers.DictField(child=serializers.IntegerField(), help_text="What was removed, by kind.")
+
+
+class PauseIn(serializers.Serializer):
+    assistant = ExternalIdField()
+    paused = serializers.BooleanField()
+    reason = reason_field()
+
+
+class PauseOut(serializers.Serializer):
+    assistant = serializers.CharField()
+    paused = serializers.BooleanField()
+    changed = serializers.BooleanField()
+
+
+# --- Governance -----------------------------------------------------------------------------------------------
+
+
+class AuditEntryOut(serializers.ModelSerializer):
+    user = serializers.CharField(source="end_user.external_id", allow_null=True, default=None)
+    before = serializers.JSONField(allow_null=True)
+    after = serializers.JSONField(allow_null=True)
+    detail = serializers.JSONField()
+
+    class Meta:
+        model = AuditEntry
+        fields = [
+            "seq",
+            "created_at",
+            "actor_kind",
+            "actor_id",
+            "actor_label",
+            "action",
+            "user",
+            "subject_id",
+            "target_type",
+            "target_id",
+            "request_id",
+            "reason",
+            "before",
+            "after",
+            "detail",
+            "erased",
+            "hash",
+        ]
+
+
+class ErasureIn(serializers.Serializer):
+    dry_run = serializers.BooleanField(default=True, help_text="true: only count what would be erased.")
+    reason = reason_field(required=False)
+    legal_basis = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="", help_text="Default: GDPR Art. 17."
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        if not attrs["dry_run"] and not (attrs.get("reason") or "").strip():
+            raise serializers.ValidationError({"reason": ["A reason is required to erase."]})
+        return attrs
+
+
+class ErasureReceiptOut(serializers.ModelSerializer):
+    counts = serializers.DictField(child=serializers.IntegerField())
+    verified = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ErasureReceipt
+        fields = [
+            "id",
+            "subject_ref",
+            "actor_kind",
+            "actor_label",
+            "legal_basis",
+            "reason",
+            "counts",
+            "receipt_hash",
+            "created_at",
+            "verified",
+        ]
+
+    def get_verified(self, receipt: ErasureReceipt) -> bool:
+        return receipt_verify(receipt)
+
+
+class ErasureOut(serializers.Serializer):
+    dry_run = serializers.BooleanField()
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="Rows per table.")
+    receipt = ErasureReceiptOut(allow_null=True)
+
+
+class ExportJobOut(serializers.ModelSerializer):
+    user = serializers.CharField(source="end_user.external_id", allow_null=True, default=None)
+    download_url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ExportJob
+        fields = [
+            "id",
+            "user",
+            "status",
+            "progress",
+            "sha256",
+            "size_bytes",
+            "error",
+            "created_at",
+            "finished_at",
+            "expires_at",
+            "download_url",
+        ]
+
+    @extend_schema_field(OpenApiTypes.STR)
+    def get_download_url(self, job: ExportJob) -> str | None:
+        if job.status != "done":
+            return None
+        request = self.context.get("request")
+        path = f"/api/v1/exports/{job.pk}/download/"
+        return request.build_absolute_uri(path) if request else path

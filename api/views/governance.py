@@ -1,0 +1,177 @@
+"""Governance (scope `govern`): the audit log, GDPR exports, erasure and its receipts."""
+
+from __future__ import annotations
+
+from django.http import FileResponse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers as drf
+from rest_framework import status
+from rest_framework.exceptions import APIException
+from rest_framework.response import Response
+
+from api import selectors, serializers
+from api.exceptions import Conflict
+from api.serializers import ExternalIdField
+from api.views.base import ApiListView, ApiView
+from memory.models import ActorKind, ExportJob, JobStatus
+from memory.services.gdpr import user_erase
+from memory.services.gdpr_export import ExportUnavailable, export_file, export_request
+
+DEFAULT_LEGAL_BASIS = "GDPR Art. 17 (right to erasure)"
+MAX_ID = 2**63 - 1
+
+
+class Gone(APIException):
+    status_code = status.HTTP_410_GONE
+    default_detail = "This is no longer available."
+    default_code = "gone"
+
+
+class AuditFilter(drf.Serializer):
+    user = ExternalIdField(required=False, help_text="Entries about this end user (by external id).")
+    subject_id = drf.IntegerField(min_value=1, max_value=MAX_ID, required=False, help_text="…or by internal id.")
+    action = drf.CharField(max_length=40, required=False, help_text="e.g. page.forget, gdpr.erasure, memory.read")
+    actor_kind = drf.ChoiceField(choices=ActorKind.choices, required=False)
+    target_type = drf.CharField(max_length=20, required=False, help_text="e.g. page, segment, knowledge")
+    target_id = drf.IntegerField(min_value=1, max_value=MAX_ID, required=False)
+    since = drf.DateTimeField(required=False, help_text="Entries at or after this time (ISO-8601).")
+    until = drf.DateTimeField(required=False, help_text="Entries before this time (ISO-8601).")
+
+
+class AuditView(ApiListView):
+    """The tenant's audit log, newest first: who did or read what to whose memory, when and why."""
+
+    required_scopes = {"GET": "govern"}
+    serializer_class = serializers.AuditEntryOut
+    filters_class = AuditFilter
+
+    def list_for(self, tenant, filters):
+        return selectors.audit_list(tenant, filters=filters)
+
+
+# --- Erasure ----------------------------------------------------------------------------------------------------
+
+
+class ErasureView(ApiView):
+    """Erase everything about an end user. `dry_run` (the default) only counts; a real run answers a receipt."""
+
+    required_scopes = {"POST": "govern"}
+    serializer_class = serializers.ErasureIn
+
+    @extend_schema(operation_id="users_erasure", request=serializers.ErasureIn, responses={200: serializers.ErasureOut})
+    def post(self, request, external_id: str):
+        end_user = selectors.end_user_of(self.tenant, external_id)
+        data = self.valid(serializers.ErasureIn)
+        erasure = user_erase(
+            end_user=end_user,
+            actor=self.actor,
+            legal_basis=data["legal_basis"].strip() or DEFAULT_LEGAL_BASIS,
+            reason=data.get("reason", ""),
+            dry_run=data["dry_run"],
+        )
+        receipt = serializers.ErasureReceiptOut(erasure.receipt).data if erasure.receipt else None
+        return Response({"dry_run": data["dry_run"], "counts": erasure.counts, "receipt": receipt})
+
+
+class ErasureReceiptsView(ApiListView):
+    """The tenant's erasure receipts, newest first; they stay after the erased users are gone."""
+
+    required_scopes = {"GET": "govern"}
+    serializer_class = serializers.ErasureReceiptOut
+
+    def list_for(self, tenant, filters):
+        return selectors.erasure_receipt_list(tenant)
+
+
+class ErasureReceiptView(ApiView):
+    """One erasure receipt, with whether its hash still matches its fields (`verified`)."""
+
+    required_scopes = {"GET": "govern"}
+    serializer_class = serializers.ErasureReceiptOut
+
+    @extend_schema(operation_id="erasure_receipts_read")
+    def get(self, request, pk: int):
+        return Response(serializers.ErasureReceiptOut(selectors.erasure_receipt_of(self.tenant, pk)).data)
+
+
+# --- Exports ----------------------------------------------------------------------------------------------------
+
+
+def _job_response(job: ExportJob, request, code: int | None = None) -> Response:
+    if code is None:
+        code = status.HTTP_200_OK if job.status == JobStatus.DONE else status.HTTP_202_ACCEPTED
+    return Response(serializers.ExportJobOut(job, context={"request": request}).data, status=code)
+
+
+def _usable(job: ExportJob | None) -> bool:
+    """A job worth answering with: queued, running, or done with a link that has not expired."""
+    if job is None or job.status in (JobStatus.FAILED, JobStatus.EXPIRED):
+        return False
+    return not (job.status == JobStatus.DONE and job.expires_at and job.expires_at <= timezone.now())
+
+
+class UserExportView(ApiView):
+    """GET: the user's latest export, or a new one started when there is none usable. POST: always a new one.
+
+    202 while the bundle is being built (poll `GET /exports/{id}/`), 200 once it is ready with its `download_url`.
+    """
+
+    required_scopes = {"GET": "govern", "POST": "govern"}
+    serializer_class = serializers.ExportJobOut
+
+    @extend_schema(
+        operation_id="users_export_read",
+        responses={200: serializers.ExportJobOut, 202: serializers.ExportJobOut},
+    )
+    def get(self, request, external_id: str):
+        end_user = selectors.end_user_of(self.tenant, external_id)
+        job = selectors.export_job_latest(end_user)
+        if not _usable(job):
+            job = export_request(end_user=end_user, actor=self.actor, request_id=self.request_id)
+        return _job_response(job, request)
+
+    @extend_schema(operation_id="users_export_create", request=None, responses={202: serializers.ExportJobOut})
+    def post(self, request, external_id: str):
+        end_user = selectors.end_user_of(self.tenant, external_id)
+        job = export_request(end_user=end_user, actor=self.actor, request_id=self.request_id)
+        return _job_response(job, request, status.HTTP_202_ACCEPTED)
+
+
+class ExportView(ApiView):
+    required_scopes = {"GET": "govern"}
+    serializer_class = serializers.ExportJobOut
+
+    @extend_schema(operation_id="exports_read", responses={200: serializers.ExportJobOut})
+    def get(self, request, pk: int):
+        return _job_response(selectors.export_job_of(self.tenant, pk), request, status.HTTP_200_OK)
+
+
+class ExportDownloadView(ApiView):
+    """The export bundle (a zip of export.json and export.html): 409 until it is ready, 410 once it expired."""
+
+    required_scopes = {"GET": "govern"}
+    serializer_class = serializers.ExportJobOut
+
+    @extend_schema(
+        operation_id="exports_download",
+        responses={
+            (200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY, description="The bundle."),
+            410: OpenApiResponse(description="The link expired and the file was deleted."),
+        },
+    )
+    def get(self, request, pk: int):
+        job = selectors.export_job_of(self.tenant, pk)
+        if job.status == JobStatus.EXPIRED:
+            raise Gone("This export has expired and its file was deleted.")
+        if job.status != JobStatus.DONE:
+            raise Conflict(f"This export is {job.get_status_display().lower()}, not ready.", code="not_ready")
+        try:
+            # The Bearer token already authorises the caller; the job's own token is for the dashboard's links.
+            path = export_file(job=job, token=job.download_token)
+        except ExportUnavailable as exc:
+            raise (Gone(str(exc)) if exc.gone else Conflict(str(exc), code="not_ready")) from None
+        response = FileResponse(path.open("rb"), as_attachment=True, filename=f"memoryos-export-{job.pk}.zip")
+        response["Content-Type"] = "application/zip"
+        return response
