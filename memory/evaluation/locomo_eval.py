@@ -361,8 +361,11 @@ def _document(
 ) -> dict:
     """results.json: the run, what was stored, per-system metrics by category, and every question's record."""
     pages = Page.objects.filter(space__tenant=tenant)
+    # dia_ids repeat across conversations ("D1:1" opens each one): count (conversation, dia_id) pairs
     stored_dia_ids = {
-        d for meta in pages.values_list("source_meta", flat=True) for d in (meta or {}).get("dia_ids", [])
+        (space_id, dia_id)
+        for space_id, meta in pages.values_list("space_id", "source_meta")
+        for dia_id in (meta or {}).get("dia_ids", [])
     }
     return {
         "data": str(options.data),

@@ -151,3 +151,17 @@ def test_a_dev_split_conversation_runs_end_to_end(tmp_path):
     assert 0.0 < results["systems"]["memoryos"]["recall_at_k"]["overall"] <= 1.0
     assert 0.0 < results["systems"]["flat_rag"]["recall_at_k"]["overall"] <= 1.0
     assert len(results["systems"]["memoryos"]["recall_curve"]["overall"]) == 20
+
+
+@pytest.mark.django_db(transaction=True)
+def test_dia_ids_of_two_conversations_are_counted_apart(tmp_path):
+    second = json.loads(json.dumps(TINY[0]))
+    second["sample_id"] = "conv-t2"
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps([TINY[0], second]))
+
+    results = run_eval(tmp_path, "--data", str(path), "--systems", "flat_rag", "--tenant", "locomo-two")
+
+    assert results["turns"] == results["pages_with_dia_ids"] == 32  # "D1:1" of each conversation counts
+    assert results["conversations"] == ["conv-t1", "conv-t2"]
+    assert {r["id"].split(":")[0] for r in results["records"]} == {"conv-t1", "conv-t2"}

@@ -1,0 +1,338 @@
+"""The scale benchmark: full synthetic users, then latencies of the memory paths and the cost of growing memory.
+
+Measured with the embedder and the LLM replaced at their seams by instant fakes (memory.evaluation.benchfakes), so
+the figures are our code and our database. The updating tasks run in-process (Celery eager); Celery's task signals
+time each task, and a task run inside another (a promotion queued by an overflow) is subtracted from its parent,
+so recording a turn, the STM overflow task and promotion are timed apart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import platform
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from time import perf_counter
+
+import numpy as np
+from celery.signals import task_postrun, task_prerun
+from django.conf import settings
+from django.db import connection
+from django.db.models import Count
+from django.test.utils import override_settings
+from django.utils import timezone
+from tqdm import tqdm
+
+from memory.embeddings import use_embedder
+from memory.evaluation.answering import MemoryContext, Speakers, memory_text
+from memory.evaluation.benchdata import BenchUser, Vectors, bench_tenant_delete, full_users_build
+from memory.evaluation.benchfakes import BenchEmbedder, BenchLLM
+from memory.evaluation.benchtext import TOPICS, TextGenerator
+from memory.evaluation.scoring import percentiles
+from memory.heat import segment_heat
+from memory.llm import use_llm
+from memory.models import (
+    EmbeddingState,
+    EndUser,
+    KnowledgeEntry,
+    MemoryEvent,
+    MemorySpace,
+    Page,
+    ProfileVersion,
+    Segment,
+    Tenant,
+)
+from memory.models.tiers import Tier
+from memory.retrieval import RetrievalResult, retrieve
+from memory.services.tenancy import end_user_create, tenant_create
+from memory.services.turns import space_get_or_create, turn_record
+from memoryos_site.celery import app as celery_app
+
+BENCH_LLM_URL = "http://bench-llm.invalid/v1"  # never contacted: the seam holds BenchLLM
+OVERFLOW_TASK = "memory.tasks.stm_overflow_task"
+PROMOTE_TASK = "memory.tasks.segment_promote_task"
+USER_PAGE_NOTE = (
+    "stand-in until the dashboard's user page exists: ORM reads of everything that page shows for a full user "
+    "(user, spaces, STM, 200 segments with page counts and heat, profile, 200 knowledge entries, latest events), "
+    "no template rendering; replace with the real view's render time"
+)
+PROMPT_NOTE = "stand-in: the retrieved memory formatted in spec section 4 order (memory.evaluation.answering)"
+
+P3 = (50, 95, 99)
+
+
+@dataclass
+class BenchOptions:
+    users: int = 10
+    turns: int = 1000
+    samples: int = 200
+    fake_embeddings: bool = False
+    seed: int = 7
+    tenant_slug: str = ""  # empty: bench-<timestamp>
+    keep: bool = False
+    progress: bool | None = None
+
+
+@dataclass
+class TaskClock:
+    """Own time of each task run (children subtracted), by task name, from Celery's task signals."""
+
+    own: dict[str, list[float]] = field(default_factory=dict)
+    top_level_ms: float = 0.0  # all tasks' time since last taken, nested ones counted once
+    _stack: list[list[float]] = field(default_factory=list)  # [start, time spent in children]
+
+    def started(self, **_) -> None:
+        self._stack.append([perf_counter(), 0.0])
+
+    def finished(self, task=None, **_) -> None:
+        start, children = self._stack.pop()
+        elapsed = perf_counter() - start
+        self.own.setdefault(task.name, []).append((elapsed - children) * 1000)
+        if self._stack:
+            self._stack[-1][1] += elapsed
+        else:
+            self.top_level_ms += elapsed * 1000
+
+    def take_top_level_ms(self) -> float:
+        spent, self.top_level_ms = self.top_level_ms, 0.0
+        return spent
+
+
+@contextlib.contextmanager
+def _tasks_timed(clock: TaskClock) -> Iterator[None]:
+    previous, trace = celery_app.conf.task_always_eager, logging.getLogger("celery.app.trace")
+    previous_level = trace.level
+    celery_app.conf.task_always_eager = True
+    trace.setLevel(logging.WARNING)
+    task_prerun.connect(clock.started, weak=False)
+    task_postrun.connect(clock.finished, weak=False)
+    try:
+        yield
+    finally:
+        task_prerun.disconnect(clock.started)
+        task_postrun.disconnect(clock.finished)
+        celery_app.conf.task_always_eager = previous
+        trace.setLevel(previous_level)
+
+
+def _embedder(options: BenchOptions):
+    """The fake embedder, named after the store's model so the model guard accepts it."""
+    state = EmbeddingState.objects.order_by("id").first()
+    name = state.model if state else f"local:{settings.EMBEDDING_MODEL}"
+    dimension = state.dimension if state else 384
+    return BenchEmbedder(name=name, dimension=dimension, seed=options.seed)
+
+
+def memory_bench(options: BenchOptions) -> dict:
+    """Build `users` full users in a fresh tenant, measure, and (unless `keep`) delete the tenant again.
+
+    Side effects: writes benchmark fixture data into the database for the run (see memory.evaluation.benchdata).
+    """
+    started = perf_counter()
+    fake = _embedder(options)
+    source = fake if options.fake_embeddings else None
+    llm, clock = BenchLLM(), TaskClock()
+    slug = options.tenant_slug or f"bench-{timezone.now():%Y%m%d-%H%M%S}"
+    tenant = tenant_create(slug=slug, name=f"Benchmark {slug}")
+    assistant = tenant.assistants.get(external_id="ava")
+    try:
+        users, build_seconds = _build(tenant, assistant, options, source)
+        with use_embedder(fake), use_llm(llm), override_settings(LLM_BASE_URL=BENCH_LLM_URL), _tasks_timed(clock):
+            result = _measure(tenant, users, options, llm, clock)
+    finally:
+        if not options.keep:
+            bench_tenant_delete(tenant=tenant)
+    result.update(_header(options, tenant, users, build_seconds, fake, perf_counter() - started))
+    return result
+
+
+def _build(tenant: Tenant, assistant, options: BenchOptions, source) -> tuple[list[BenchUser], float]:
+    from memory.embeddings import get_embedder
+
+    started = perf_counter()
+    vectors = Vectors(source or get_embedder())
+    with tqdm(total=options.users, desc="build users", unit="user", disable=_disabled(options)) as bar:
+        users = full_users_build(
+            tenant=tenant,
+            assistant=assistant,
+            count=options.users,
+            vectors=vectors,
+            seed=options.seed,
+            now=timezone.now(),
+            on_user=lambda _: bar.update(1),
+        )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # fresh statistics, as autovacuum would give a long-lived database
+    return users, perf_counter() - started
+
+
+def _disabled(options: BenchOptions) -> bool | None:
+    return None if options.progress is None else not options.progress
+
+
+def _measure(tenant: Tenant, users: list[BenchUser], options: BenchOptions, llm: BenchLLM, clock: TaskClock) -> dict:
+    rng = random.Random(options.seed)
+    generator = TextGenerator(options.seed + 10_000)
+    spaces = MemorySpace.objects.select_related("end_user", "assistant").in_bulk([u.space_id for u in users])
+    result: dict = {}
+    retrievals, prompts = _retrieval_and_prompt(spaces, options, rng, generator)
+    result["retrieval_ms"] = percentiles(retrievals, P3) | {"samples": len(retrievals), "record_visits": True}
+    result["prompt_assembly_ms"] = percentiles(prompts, P3) | {"note": PROMPT_NOTE}
+    result.update(_turns_at_full_mtm(spaces, options, rng, generator, clock, llm))
+    result["ingest"] = _ingest(tenant, options, generator, clock, llm)
+    result["llm_calls_per_stored_turn"] = result["ingest"]["llm_calls_per_stored_turn"]
+    result["ingest_cost_last_over_first"] = result["ingest"]["cost_last_over_first"]
+    pages = _user_pages(spaces, options, rng)
+    result["user_page_ms"] = percentiles(pages, P3) | {"samples": len(pages), "note": USER_PAGE_NOTE}
+    return result
+
+
+def _retrieval_and_prompt(spaces: dict, options: BenchOptions, rng: random.Random, generator: TextGenerator):
+    retrievals, prompts = [], []
+    speakers = Speakers(user="User", assistant="Assistant")
+    for _ in tqdm(range(options.samples), desc="retrieval", disable=_disabled(options)):
+        space = spaces[rng.choice(list(spaces))]
+        query = generator.question(generator.topic())
+        started = perf_counter()
+        result = retrieve(space=space, query=query)
+        retrievals.append((perf_counter() - started) * 1000)
+        started = perf_counter()
+        memory_text(_prompt_context(result), speakers)
+        prompts.append((perf_counter() - started) * 1000)
+    return retrievals, prompts
+
+
+def _prompt_context(result: RetrievalResult) -> MemoryContext:
+    knowledge = [k.entry.text for k in [*result.user_knowledge, *result.assistant_knowledge]]
+    return MemoryContext(
+        pages=[p.page for p in result.pages],
+        short_term=result.short_term,
+        profile=result.profile.text if result.profile else "",
+        knowledge=knowledge,
+    )
+
+
+def _turn(space: MemorySpace, user_message: str, reply: str, clock: TaskClock) -> tuple[float, float]:
+    """Record one turn with its updating run in-process: (request-side ms, total ms including the tasks)."""
+    started = perf_counter()
+    turn_record(end_user=space.end_user, assistant=space.assistant, user_message=user_message, assistant_reply=reply)
+    total = (perf_counter() - started) * 1000
+    return total - clock.take_top_level_ms(), total
+
+
+def _turns_at_full_mtm(spaces: dict, options, rng: random.Random, generator, clock: TaskClock, llm: BenchLLM) -> dict:
+    """Turns recorded for random full users: each evicts a page from STM into a full MTM."""
+    clock.own.clear()
+    records = []
+    for _ in tqdm(range(options.samples), desc="turns at full MTM", disable=_disabled(options)):
+        space = spaces[rng.choice(list(spaces))]
+        records.append(_turn(space, *generator.turn(generator.topic()), clock)[0])
+    return {
+        "record_turn_ms": percentiles(records, P3) | {"samples": len(records)},
+        "stm_overflow_task_ms": percentiles(clock.own.get(OVERFLOW_TASK, []), P3)
+        | {"samples": len(clock.own.get(OVERFLOW_TASK, []))},
+        "promotion_ms": percentiles(clock.own.get(PROMOTE_TASK, []), P3)
+        | {"samples": len(clock.own.get(PROMOTE_TASK, []))},
+    }
+
+
+def _ingest(tenant: Tenant, options: BenchOptions, generator: TextGenerator, clock: TaskClock, llm: BenchLLM) -> dict:
+    """`turns` turns for one new user, topic runs of 5–30 turns: throughput and how per-turn cost grows."""
+    end_user = end_user_create(tenant=tenant, external_id="bench-ingest", display_name="Ingest")
+    assistant = tenant.assistants.get(external_id="ava")
+    space = space_get_or_create(end_user=end_user, assistant=assistant)
+    space = MemorySpace.objects.select_related("end_user", "assistant").get(pk=space.pk)
+    clock.own.clear()
+    calls_before, costs, topic, left = llm.calls, [], generator.topic(), 0
+    started = perf_counter()
+    for _ in tqdm(range(options.turns), desc="ingest one user", disable=_disabled(options)):
+        if left == 0:
+            topic, left = generator.topic(), generator.random.randint(5, 30)
+        left -= 1
+        costs.append(_turn(space, *generator.turn(topic), clock)[1])
+    seconds = perf_counter() - started
+    window = min(100, len(costs) // 2) or 1
+    first, last = float(np.mean(costs[:window])), float(np.mean(costs[-window:]))
+    stored = Page.objects.filter(space=space).count()
+    return {
+        "turns": options.turns,
+        "seconds": round(seconds, 2),
+        "turns_per_second": round(options.turns / seconds, 1),
+        "cost_ms": percentiles(costs, P3),
+        "window": window,
+        "first_window_mean_ms": round(first, 2),
+        "last_window_mean_ms": round(last, 2),
+        "cost_last_over_first": round(last / first, 3),
+        "llm_calls": llm.calls - calls_before,
+        "llm_calls_by_step": dict(llm.calls_by_step),
+        "llm_calls_per_stored_turn": round((llm.calls - calls_before) / options.turns, 3),
+        "pages_stored": stored,
+        "segments": Segment.objects.filter(space=space).count(),
+        "promotions": len(clock.own.get(PROMOTE_TASK, [])),
+        "stm_overflow_task_ms": percentiles(clock.own.get(OVERFLOW_TASK, []), P3),
+        "promotion_ms": percentiles(clock.own.get(PROMOTE_TASK, []), P3),
+    }
+
+
+def user_page_data(*, end_user_id: int) -> dict:
+    """Everything a full user's memory page shows, read through the ORM (the stand-in for the dashboard view)."""
+    end_user = EndUser.objects.select_related("tenant").get(pk=end_user_id)
+    spaces = list(MemorySpace.objects.filter(end_user=end_user).select_related("assistant"))
+    now = timezone.now()
+    segments = list(
+        Segment.objects.filter(space__in=spaces)
+        .defer("embedding")
+        .annotate(page_count=Count("pages"))
+        .order_by("-last_touched_at")
+    )
+    return {
+        "end_user": end_user,
+        "spaces": spaces,
+        "short_term": list(
+            Page.objects.filter(space__in=spaces, tier=Tier.SHORT_TERM)
+            .defer("embedding", "topic_embedding")
+            .order_by("seq")
+        ),
+        "segments": [(s, segment_heat(s, now)) for s in segments],
+        "profile": ProfileVersion.objects.filter(end_user=end_user).order_by("-number").first(),
+        "knowledge": list(KnowledgeEntry.objects.filter(end_user=end_user).defer("embedding").order_by("-created_at")),
+        "events": list(MemoryEvent.objects.filter(end_user=end_user).order_by("-created_at")[:50]),
+    }
+
+
+def _user_pages(spaces: dict, options: BenchOptions, rng: random.Random) -> list[float]:
+    timings = []
+    for _ in tqdm(range(options.samples), desc="user page", disable=_disabled(options)):
+        space = spaces[rng.choice(list(spaces))]
+        started = perf_counter()
+        user_page_data(end_user_id=space.end_user_id)
+        timings.append((perf_counter() - started) * 1000)
+    return timings
+
+
+def _header(options, tenant: Tenant, users: list[BenchUser], build_seconds: float, fake, seconds: float) -> dict:
+    pages = sum(u.pages for u in users)
+    return {
+        "users": len(users),
+        "pages_per_user": round(pages / len(users), 1) if users else 0,
+        "segments_per_user": settings.MEMORY_MTM_CAPACITY,
+        "knowledge_per_user": 2 * settings.MEMORY_KNOWLEDGE_CAPACITY,
+        "build_seconds": round(build_seconds, 1),
+        "build_users_per_minute": round(60 * len(users) / build_seconds, 1) if build_seconds else None,
+        "embeddings": "random-unit with topic structure (--fake-embeddings)" if options.fake_embeddings else fake.name,
+        "measured_with": "BenchEmbedder and BenchLLM at the seams; Celery eager; LLM mode (LLM_BASE_URL set)",
+        "tenant": tenant.slug,
+        "kept": options.keep,
+        "samples": options.samples,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(terse=True),
+        },
+        "generated_at": timezone.now().isoformat(timespec="seconds"),
+        "seconds": round(seconds, 1),
+        "topics": len(TOPICS),
+    }

@@ -1,0 +1,265 @@
+"""Benchmark fixture data: synthetic users with a full memory, written straight into the memory tables.
+
+This is fixture data for `memory_bench`, not memory the product learnt: it is built with `bulk_create` in batches
+(not through the services, which would take hours at 1,000 users) so that measurements start from the state the
+services would have reached. Each user gets a full MTM (200 segments of about 30 pages), a full STM, 100 + 100
+knowledge entries, a few profile versions, heat history and events. Segments are cold enough and their pages
+analysed, as after promotion, so measuring does not start with a wave of promotions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, transaction
+
+from memory.evaluation.benchfakes import BenchEmbedder
+from memory.evaluation.benchtext import TOPICS, TextGenerator
+from memory.models import (
+    Assistant,
+    EndUser,
+    HeatSample,
+    KnowledgeEntry,
+    MemoryEvent,
+    MemorySpace,
+    Page,
+    ProfileVersion,
+    Segment,
+    Tenant,
+)
+from memory.models.events import EventKind
+from memory.models.tiers import HeatEvent, KnowledgeKind, PageSource, Tier
+
+PAGES_PER_SEGMENT = (20, 40)  # about 30 on average
+BATCH_SIZE = 2000
+HISTORY_DAYS = 365
+EVENTS_PER_USER = 40
+
+
+@dataclass(frozen=True)
+class BenchUser:
+    end_user_id: int
+    space_id: int
+    pages: int
+
+
+class Vectors:
+    """Page, segment and knowledge vectors: topic-structured random-unit ones, or the real model's."""
+
+    def __init__(self, embedder) -> None:
+        self.embedder = embedder
+
+    def of(self, items: list[tuple[int, str]]) -> list[np.ndarray]:
+        """Vectors for (topic index, text) pairs."""
+        if isinstance(self.embedder, BenchEmbedder):
+            return [self.embedder.topic_vector(topic, text) for topic, text in items]
+        return list(self.embedder.embed([text for _, text in items]))
+
+
+def full_users_build(
+    *, tenant: Tenant, assistant: Assistant, count: int, vectors: Vectors, seed: int, now: datetime, on_user=None
+) -> list[BenchUser]:
+    """`count` users of `tenant`, each with a full memory with `assistant`; one transaction per user."""
+    users = []
+    for number in range(count):
+        with transaction.atomic():
+            users.append(_user_build(tenant, assistant, f"bench-user-{number:05d}", vectors, seed + number, now))
+        if on_user:
+            on_user(users[-1])
+    return users
+
+
+def _user_build(
+    tenant: Tenant, assistant: Assistant, external_id: str, vectors: Vectors, seed: int, now: datetime
+) -> BenchUser:
+    generator = TextGenerator(seed)
+    end_user = EndUser.objects.create(tenant=tenant, external_id=external_id, display_name=external_id.title())
+    space = MemorySpace.objects.create(tenant=tenant, end_user=end_user, assistant=assistant)
+    topics = [generator.random.randrange(len(TOPICS)) for _ in range(settings.MEMORY_MTM_CAPACITY)]
+    segments = _segments_build(space, topics, generator, vectors, now)
+    pages = _pages_build(space, segments, topics, generator, vectors, now)
+    _heat_history_build(space, segments, now)
+    _knowledge_build(space, pages, topics, generator, vectors, now)
+    _profile_build(end_user, topics, generator)
+    _events_build(space, pages, segments)
+    MemorySpace.objects.filter(pk=space.pk).update(next_seq=len(pages) + 1)
+    return BenchUser(end_user_id=end_user.id, space_id=space.id, pages=len(pages))
+
+
+def _segments_build(
+    space: MemorySpace, topics: list[int], generator: TextGenerator, vectors: Vectors, now: datetime
+) -> list[Segment]:
+    summaries = [generator.summary(TOPICS[t]) for t in topics]
+    embeddings = vectors.of(list(zip(topics, summaries, strict=True)))
+    segments = [
+        Segment(
+            space=space,
+            summary=summary,
+            keywords=generator.keywords(TOPICS[topic]),
+            embedding=embedding,
+            n_visit=generator.random.randint(0, 3),
+            l_interaction=generator.random.randint(0, 1),
+            last_touched_at=now - timedelta(days=generator.random.uniform(0, HISTORY_DAYS)),
+        )
+        for topic, summary, embedding in zip(topics, summaries, embeddings, strict=True)
+    ]
+    return Segment.objects.bulk_create(segments, batch_size=BATCH_SIZE)
+
+
+def _pages_build(
+    space: MemorySpace,
+    segments: list[Segment],
+    topics: list[int],
+    generator: TextGenerator,
+    vectors: Vectors,
+    now: datetime,
+) -> list[Page]:
+    """About 30 pages per segment, in time order, then a full STM; the vector of a page is its topic vector."""
+    placed = [
+        (segment, topic, generator.turn(TOPICS[topic]))
+        for segment, topic in zip(segments, topics, strict=True)
+        for _ in range(generator.random.randint(*PAGES_PER_SEGMENT))
+    ]
+    stm_topics = [generator.random.choice(topics) for _ in range(settings.MEMORY_STM_CAPACITY)]
+    stm = [(None, topic, generator.turn(TOPICS[topic])) for topic in stm_topics]
+    rows = placed + stm
+    texts = [f"User: {user}\nAssistant: {reply}" for _, _, (user, reply) in rows]
+    embeddings = vectors.of([(topic, text) for (_, topic, _), text in zip(rows, texts, strict=True)])
+    start, step = now - timedelta(days=HISTORY_DAYS), timedelta(days=HISTORY_DAYS) / (len(rows) + 1)
+    pages = []
+    for seq, ((segment, _, (user, reply)), embedding) in enumerate(zip(rows, embeddings, strict=True), start=1):
+        in_stm = segment is None
+        pages.append(
+            Page(
+                space=space,
+                seq=seq,
+                user_message=user,
+                assistant_reply=reply,
+                at=start + seq * step,
+                tier=Tier.SHORT_TERM if in_stm else Tier.MID_TERM,
+                segment=segment,
+                chain_summary="" if in_stm else segment.summary[:300],
+                topic_summary="" if in_stm else user[:220],
+                keywords=[] if in_stm else list(segment.keywords),
+                embedding=None if in_stm else embedding,
+                topic_embedding=None if in_stm else embedding,
+                analysed=not in_stm,
+                source=PageSource.DEMO,
+                source_ref="memory_bench",
+            )
+        )
+    return Page.objects.bulk_create(pages, batch_size=BATCH_SIZE)
+
+
+def _heat_history_build(space: MemorySpace, segments: list[Segment], now: datetime) -> None:
+    samples = []
+    for segment in segments:
+        for event, n_visit in ((HeatEvent.CREATED, 0), (HeatEvent.MERGED, segment.n_visit)):
+            samples.append(
+                HeatSample(
+                    segment=segment,
+                    space=space,
+                    at=segment.last_touched_at,
+                    n_visit=n_visit,
+                    l_interaction=segment.l_interaction,
+                    r_recency=1.0,
+                    heat=n_visit + segment.l_interaction + 1.0,
+                    event=event,
+                )
+            )
+    HeatSample.objects.bulk_create(samples, batch_size=BATCH_SIZE)
+
+
+def _knowledge_build(
+    space: MemorySpace, pages: list[Page], topics: list[int], generator: TextGenerator, vectors: Vectors, now: datetime
+) -> None:
+    capacity = settings.MEMORY_KNOWLEDGE_CAPACITY
+    wanted = []
+    for kind, assistant_id in ((KnowledgeKind.USER, None), (KnowledgeKind.ASSISTANT, space.assistant_id)):
+        for number in range(capacity):
+            topic = generator.random.choice(topics)
+            at = now - timedelta(days=HISTORY_DAYS * (capacity - number) / capacity)
+            text = f"{generator.fact(TOPICS[topic], at, kind)} (#{number})"  # numbered: never a duplicate
+            wanted.append((kind, assistant_id, topic, text))
+    embeddings = vectors.of([(topic, text) for _, _, topic, text in wanted])
+    entries = KnowledgeEntry.objects.bulk_create(
+        [
+            KnowledgeEntry(
+                end_user_id=space.end_user_id,
+                assistant_id=assistant_id,
+                kind=kind,
+                text=text,
+                text_hash=hashlib.sha256(text.lower().encode()).hexdigest(),
+                embedding=embedding,
+            )
+            for (kind, assistant_id, _, text), embedding in zip(wanted, embeddings, strict=True)
+        ],
+        batch_size=BATCH_SIZE,
+    )
+    through = KnowledgeEntry.source_pages.through
+    links = [through(knowledgeentry_id=e.id, page_id=generator.random.choice(pages).id) for e in entries]
+    through.objects.bulk_create(links, batch_size=BATCH_SIZE)
+
+
+def _profile_build(end_user: EndUser, topics: list[int], generator: TextGenerator) -> None:
+    chosen = [TOPICS[t] for t in dict.fromkeys(topics)]
+    ProfileVersion.objects.bulk_create(
+        [
+            ProfileVersion(end_user=end_user, number=number, text=generator.profile(chosen[: 4 * number]))
+            for number in (1, 2, 3)
+        ]
+    )
+
+
+def _events_build(space: MemorySpace, pages: list[Page], segments: list[Segment]) -> None:
+    events = []
+    for number in range(EVENTS_PER_USER):
+        page = pages[-(number + 1) - settings.MEMORY_STM_CAPACITY]
+        kind = EventKind.PROMOTION if number % 5 == 0 else EventKind.STM_OVERFLOW
+        events.append(
+            MemoryEvent(
+                tenant_id=space.tenant_id,
+                end_user_id=space.end_user_id,
+                space=space,
+                kind=kind,
+                mode="llm",
+                target_type="segment" if kind == EventKind.PROMOTION else "page",
+                target_id=page.segment_id if kind == EventKind.PROMOTION else page.id,
+                detail={"placed_page_ids": [page.id]},
+                llm_calls=2 if kind == EventKind.PROMOTION else 1,
+                prompt_tokens=600,
+                completion_tokens=120,
+            )
+        )
+    MemoryEvent.objects.bulk_create(events)
+
+
+def bench_tenant_delete(*, tenant: Tenant) -> None:
+    """Remove a benchmark tenant and all its memory.
+
+    The big tables go first by plain SQL (the ORM's cascade would load every page, vectors included, into memory);
+    what is left, a few rows per user, goes through the ORM cascade so that rows of other apps are handled too.
+    Foreign keys are deferred to commit in PostgreSQL, so the order inside the transaction is free.
+    """
+    users = f"SELECT id FROM {EndUser._meta.db_table} WHERE tenant_id = %s"
+    spaces = f"SELECT id FROM {MemorySpace._meta.db_table} WHERE tenant_id = %s"
+    knowledge = f"SELECT id FROM {KnowledgeEntry._meta.db_table} WHERE end_user_id IN ({users})"
+    profiles = f"SELECT id FROM {ProfileVersion._meta.db_table} WHERE end_user_id IN ({users})"
+    statements = [
+        f"DELETE FROM {KnowledgeEntry.source_pages.through._meta.db_table} WHERE knowledgeentry_id IN ({knowledge})",
+        f"DELETE FROM {ProfileVersion.source_pages.through._meta.db_table} WHERE profileversion_id IN ({profiles})",
+        f"DELETE FROM {KnowledgeEntry._meta.db_table} WHERE end_user_id IN ({users})",
+        f"DELETE FROM {ProfileVersion._meta.db_table} WHERE end_user_id IN ({users})",
+        f"DELETE FROM {HeatSample._meta.db_table} WHERE space_id IN ({spaces})",
+        f"DELETE FROM {Page._meta.db_table} WHERE space_id IN ({spaces})",
+        f"DELETE FROM {Segment._meta.db_table} WHERE space_id IN ({spaces})",
+    ]
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            for statement in statements:
+                cursor.execute(statement, [tenant.id])
+        tenant.delete()

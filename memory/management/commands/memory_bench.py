@@ -1,0 +1,79 @@
+"""python manage.py memory_bench: latency and growth of the memory paths at scale, on synthetic full users."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from memory.evaluation.bench import BenchOptions, memory_bench
+
+
+class Command(BaseCommand):
+    help = (
+        "Generate synthetic users with a full memory in a fresh tenant, measure retrieval, prompt assembly, turn "
+        "recording, the updating tasks, ingestion growth and the user page (fake LLM and embedder), then delete "
+        "the tenant unless --keep."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--users", type=int, default=10, help="full users to generate (default 10)")
+        parser.add_argument("--turns", type=int, default=1000, help="turns ingested for one new user (default 1000)")
+        parser.add_argument("--samples", type=int, default=200, help="measurements per latency figure (default 200)")
+        parser.add_argument(
+            "--fake-embeddings",
+            action="store_true",
+            help="random-unit vectors (topic-structured) instead of embedding every generated text with the model",
+        )
+        parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--tenant", default="", help="slug of the benchmark tenant (default bench-<timestamp>)")
+        parser.add_argument("--keep", action="store_true", help="keep the benchmark tenant and its data afterwards")
+        parser.add_argument("--out", type=Path, default=Path("bench.json"))
+        parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    def handle(self, *args, **options) -> None:
+        run = BenchOptions(
+            users=options["users"],
+            turns=options["turns"],
+            samples=options["samples"],
+            fake_embeddings=options["fake_embeddings"],
+            seed=options["seed"],
+            tenant_slug=options["tenant"],
+            keep=options["keep"],
+            progress=False if options["no_progress"] else None,
+        )
+        result = memory_bench(run)
+        options["out"].parent.mkdir(parents=True, exist_ok=True)
+        options["out"].write_text(json.dumps(result, indent=1))
+        self._summary(result)
+        self.stdout.write(self.style.SUCCESS(f"Wrote {options['out']}."))
+
+    def _summary(self, result: dict) -> None:
+        ingest = result["ingest"]
+        self.stdout.write(
+            f"{result['users']} full users ({result['pages_per_user']} pages each) built in "
+            f"{result['build_seconds']} s ({result['build_users_per_minute']} users/min); total {result['seconds']} s"
+        )
+        self.stdout.write(f"{'figure':34}{'p50':>10}{'p95':>10}{'p99':>10}  target")
+        rows = [
+            ("retrieval (ms)", result["retrieval_ms"], "p95 ≤ 15 ms at 1,000 users"),
+            ("prompt assembly (ms, stand-in)", result["prompt_assembly_ms"], ""),
+            ("record a turn (ms)", result["record_turn_ms"], ""),
+            ("STM overflow task (ms)", result["stm_overflow_task_ms"], ""),
+            ("promotion (ms)", result["promotion_ms"], ""),
+            ("ingest cost per turn (ms)", ingest["cost_ms"], ""),
+            ("user page (ms, stand-in)", result["user_page_ms"], "p95 ≤ 150 ms"),
+        ]
+        for label, figures, target in rows:
+            cells = "".join(_cell(figures.get(p)) for p in ("p50", "p95", "p99"))
+            self.stdout.write(f"{label:34}{cells}  {target}")
+        self.stdout.write(
+            f"ingest: {ingest['turns']} turns at {ingest['turns_per_second']} turns/s; last/first {ingest['window']} "
+            f"turns cost ratio {result['ingest_cost_last_over_first']} (target ≈ 1); LLM calls per stored turn "
+            f"{result['llm_calls_per_stored_turn']} (target ≤ 1.2)"
+        )
+
+
+def _cell(value: float | None) -> str:
+    return f"{'–':>10}" if value is None else f"{value:>10.2f}"

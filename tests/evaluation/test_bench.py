@@ -1,0 +1,115 @@
+"""memory_bench: its fakes answer the memory steps validly, its clock splits nested tasks, and a small run."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+
+from memory.evaluation.bench import TaskClock
+from memory.evaluation.benchfakes import BenchEmbedder, BenchLLM
+from memory.evaluation.benchtext import TOPICS, TextGenerator
+from memory.llm import use_llm
+from memory.llm_steps import LLMSteps
+from memory.models import KnowledgeEntry, Page, Segment, Tenant
+from memory.steps import TurnText
+
+AT = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+
+def test_the_bench_llm_answers_each_memory_step_with_valid_json():
+    llm, steps = BenchLLM(), LLMSteps()
+    first = TurnText("I hiked the Eagle Ridge trail with Maya on Sunday.", "Pack extra water next time.", AT)
+    second = TurnText("My new hiking boots gave me blisters on the trail.", "Wool socks help.", AT)
+    with use_llm(llm):
+        chain = steps.chain_and_topic(previous=first, previous_chain_summary="Hiking.", page=second, similarity=0.7)
+        profile = steps.profile_update(profile="", pages=[first, second])
+        facts = steps.knowledge_extract(pages=[first, second])
+
+    assert chain.continues is True
+    assert chain.topic_summary.startswith("My new hiking boots")
+    assert "hiking" in chain.keywords or "boots" in chain.keywords
+    assert "Eagle Ridge" in profile
+    assert facts.user[0] == "2026-01-05: The user said: I hiked the Eagle Ridge trail with Maya on Sunday."
+    assert llm.calls == 3 == steps.usage.calls  # one call per step: no answer was malformed
+    assert llm.calls_by_step == {"chain_and_topic": 1, "profile_update": 1, "knowledge_extract": 1}
+
+
+def test_bench_vectors_are_unit_length_and_closer_within_a_topic():
+    embedder = BenchEmbedder(name="local:all-MiniLM-L6-v2", dimension=384)
+    generator = TextGenerator(1)
+    hiking, cooking = TOPICS[0], TOPICS[1]
+    texts = [" ".join(generator.turn(hiking)), " ".join(generator.turn(hiking)), " ".join(generator.turn(cooking))]
+    vectors = embedder.embed(texts)
+
+    assert vectors.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert vectors[0] @ vectors[1] > 0.4 > vectors[0] @ vectors[2]
+    assert np.allclose(embedder.embed(texts[:1])[0], vectors[0])  # deterministic
+
+
+def test_the_task_clock_subtracts_a_nested_task_from_its_parent(monkeypatch):
+    ticks = iter([0.0, 1.0, 1.5, 3.0])  # parent starts, child starts, child ends, parent ends (seconds)
+    monkeypatch.setattr("memory.evaluation.bench.perf_counter", lambda: next(ticks))
+    clock, parent, child = TaskClock(), type("T", (), {"name": "parent"}), type("T", (), {"name": "child"})
+
+    clock.started()
+    clock.started()
+    clock.finished(task=child)
+    clock.finished(task=parent)
+
+    assert clock.own == {"child": [500.0], "parent": [2500.0]}
+    assert clock.take_top_level_ms() == 3000.0
+    assert clock.take_top_level_ms() == 0.0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_small_bench_run_writes_every_figure_and_removes_its_tenant(tmp_path, settings):
+    settings.MEMORY_MTM_CAPACITY = 6
+    settings.MEMORY_KNOWLEDGE_CAPACITY = 5
+    out = tmp_path / "bench.json"
+
+    call_command(
+        "memory_bench",
+        *("--users", "2", "--turns", "40", "--samples", "5", "--fake-embeddings", "--tenant", "bench-test"),
+        *("--out", str(out), "--no-progress"),
+    )
+
+    bench = json.loads(out.read_text())
+    assert bench["users"] == 2
+    for key in ("p50", "p95", "p99"):
+        assert bench["retrieval_ms"][key] > 0
+    assert bench["record_turn_ms"]["p95"] > 0
+    assert bench["user_page_ms"]["p95"] > 0 and "stand-in" in bench["user_page_ms"]["note"]
+    assert bench["ingest"]["turns"] == 40
+    assert bench["ingest"]["pages_stored"] == 40
+    assert bench["ingest_cost_last_over_first"] > 0
+    # one chain-and-topic call per page that left STM, plus two per promotion
+    ingest = bench["ingest"]
+    assert ingest["llm_calls"] == (40 - settings.MEMORY_STM_CAPACITY) + 2 * ingest["promotions"]
+    assert bench["llm_calls_per_stored_turn"] == round(ingest["llm_calls"] / 40, 3)
+    assert bench["stm_overflow_task_ms"]["samples"] == 5
+    assert not Tenant.objects.filter(slug="bench-test").exists()
+    assert Page.objects.count() == Segment.objects.count() == KnowledgeEntry.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_kept_bench_tenant_holds_full_users(tmp_path, settings):
+    settings.MEMORY_MTM_CAPACITY = 4
+    settings.MEMORY_KNOWLEDGE_CAPACITY = 3
+
+    call_command(
+        "memory_bench",
+        *("--users", "1", "--turns", "10", "--samples", "2", "--fake-embeddings", "--tenant", "bench-kept"),
+        *("--keep", "--out", str(tmp_path / "bench.json"), "--no-progress"),
+    )
+
+    tenant = Tenant.objects.get(slug="bench-kept")
+    user = tenant.end_users.get(external_id="bench-user-00000")
+    assert KnowledgeEntry.objects.filter(end_user=user).count() == 2 * 3
+    space = user.memory_spaces.get()
+    assert Page.objects.filter(space=space, tier="stm").count() == settings.MEMORY_STM_CAPACITY
+    assert Page.objects.filter(space=space, tier="mtm", segment__isnull=True).count() == 0
