@@ -4,5 +4,6 @@ from django.urls import include, path
 urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
+    path("chat/", include("chat.urls")),
     path("", include("dashboard.urls")),
 ]

@@ -1,0 +1,44 @@
+"""The chat's forms: a message (with its idempotency key) and a correction of a remembered fact."""
+
+from __future__ import annotations
+
+import uuid
+
+from django import forms
+from django.conf import settings
+
+from chat.services import InvalidMessage, message_check
+
+
+def new_idempotency_key() -> str:
+    """A fresh key for one rendering of the message form: resubmitting that rendering answers once."""
+    return uuid.uuid4().hex
+
+
+class MessageForm(forms.Form):
+    message = forms.CharField(
+        label="Message",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "Write a message…", "autocomplete": "off"}),
+        error_messages={"required": "Write a message first."},
+    )
+    idempotency_key = forms.CharField(widget=forms.HiddenInput, max_length=100)
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("initial", {}).setdefault("idempotency_key", new_idempotency_key())
+        super().__init__(*args, **kwargs)
+        self.max_chars = settings.MEMORY_MESSAGE_MAX_CHARS
+
+    def clean_message(self) -> str:
+        try:
+            return message_check(self.cleaned_data["message"])
+        except InvalidMessage as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
+class KnowledgeCorrectionForm(forms.Form):
+    text = forms.CharField(
+        label="Correct this fact",
+        max_length=4000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": "Write the corrected fact, or delete it instead."},
+    )

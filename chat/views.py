@@ -1,0 +1,266 @@
+"""The end users' chat and their "what do you remember about me" page.
+
+Every view works as plain HTML (forms post, then redirect) and with HTMX (the same template's partial comes back).
+Only end users (accounts linked to an EndUser) get in; everyone else gets 404, and every memory item is looked up
+within the logged-in end user's own memory, so other people's ids are 404 too.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.text import get_valid_filename
+from django.views.decorators.http import require_GET, require_POST
+
+from chat.forms import KnowledgeCorrectionForm, MessageForm
+from chat.services import ReplyResult, reply_generate
+from memory.models import Assistant, EndUser
+from memory.selectors import self_service
+from memory.selectors.tenancy import end_user_for_account
+from memory.services import governance
+from memory.services.audit import Actor
+from memory.services.gdpr import user_export_data
+from memory.services.governance import memory_read_record
+from memory.services.turns import space_get_or_create
+
+REASON = "requested by the end user"
+
+# --- Access helpers -------------------------------------------------------------------------------------------------
+
+
+def _end_user_or_404(request: HttpRequest) -> EndUser:
+    end_user = end_user_for_account(request.user)
+    if end_user is None:
+        raise Http404("The chat is for end users")
+    return end_user
+
+
+def _pair_or_404(request: HttpRequest, assistant_id: str) -> tuple[EndUser, Assistant]:
+    """The logged-in end user and the assistant `assistant_id` of their own tenant."""
+    end_user = _end_user_or_404(request)
+    assistant = self_service.assistant_for(end_user, assistant_id)
+    if assistant is None:
+        raise Http404("No such assistant")
+    return end_user, assistant
+
+
+def _found_or_404(item):
+    if item is None:
+        raise Http404("No such memory")
+    return item
+
+
+# --- The chat -------------------------------------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+def chat_index(request: HttpRequest) -> HttpResponse:
+    """Pick an assistant; with only one there is nothing to pick. Operators are sent back to their console."""
+    end_user = end_user_for_account(request.user)
+    if end_user is None:
+        messages.info(request, "The chat is for end users. Your account is an operator's.")
+        return redirect("home")
+    assistants = self_service.assistants_for(end_user)
+    if len(assistants) == 1:
+        return redirect("chat:conversation", assistant_id=assistants[0].external_id)
+    return render(request, "chat/index.html", {"end_user": end_user, "assistants": assistants})
+
+
+def _conversation_context(end_user: EndUser, assistant: Assistant, form: MessageForm) -> dict:
+    space = self_service.space_find(end_user=end_user, assistant=assistant)
+    turns = self_service.conversation_recent(space=space, limit=settings.CHAT_HISTORY_TURNS)
+    return {"end_user": end_user, "assistant": assistant, "space": space, "turns": turns, "form": form}
+
+
+@require_GET
+@login_required
+def conversation(request: HttpRequest, assistant_id: str) -> HttpResponse:
+    end_user, assistant = _pair_or_404(request, assistant_id)
+    context = _conversation_context(end_user, assistant, MessageForm())
+    return render(request, "chat/conversation.html", context)
+
+
+@require_POST
+@login_required
+def message_send(request: HttpRequest, assistant_id: str) -> HttpResponse:
+    """Answer one message: HTMX gets the new turn and a fresh form; plain HTML is redirected to the conversation."""
+    end_user, assistant = _pair_or_404(request, assistant_id)
+    form = MessageForm(request.POST)
+    if not form.is_valid():
+        return _composer_again(request, end_user, assistant, form, status=400)
+    result = reply_generate(
+        end_user=end_user,
+        assistant=assistant,
+        message=form.cleaned_data["message"],
+        idempotency_key=form.cleaned_data["idempotency_key"],
+    )
+    if result.failed:
+        form = MessageForm(initial={"message": form.cleaned_data["message"]})
+        return _composer_again(request, end_user, assistant, form, status=503, error=_failure_text(assistant, result))
+    if result.replayed:
+        note = "That message was already answered." if result.done else "That message is still being answered."
+        if not request.htmx:
+            messages.info(request, note)
+            return redirect("chat:conversation", assistant_id=assistant.external_id)
+        return _composer_again(request, end_user, assistant, MessageForm(), status=200, note=note)
+    if not request.htmx:
+        return redirect(reverse("chat:conversation", args=[assistant.external_id]) + f"#turn-{result.reply.page_id}")
+    return _turn_sent(request, assistant, result)
+
+
+def _failure_text(assistant: Assistant, result: ReplyResult) -> str:
+    return (
+        f"{assistant.name} could not reply just now ({result.reply.error}). Nothing was stored; "
+        "your message is still here, so you can send it again."
+    )
+
+
+def _turn_sent(request: HttpRequest, assistant: Assistant, result: ReplyResult) -> HttpResponse:
+    context = {"assistant": assistant, "turn": self_service.turn_of(result.reply), "form": MessageForm(), "oob": True}
+    return render(request, "chat/conversation.html#sent", context)
+
+
+def _composer_again(
+    request: HttpRequest,
+    end_user: EndUser,
+    assistant: Assistant,
+    form: MessageForm,
+    *,
+    status: int,
+    note: str = "",
+    error: str = "",
+) -> HttpResponse:
+    """The form again (with its errors, a kept message, a note): alone for HTMX, in the whole page otherwise.
+
+    HTMX swaps only 2xx answers, so it gets 200 whatever happened; the plain page carries the real status.
+    """
+    extra = {"form": form, "note": note, "error": error}
+    if request.htmx:
+        context = {"assistant": assistant, "oob": True, **extra}
+        return render(request, "chat/conversation.html#composer", context)
+    context = {**_conversation_context(end_user, assistant, form), **extra}
+    return render(request, "chat/conversation.html", context, status=status)
+
+
+# --- What do you remember about me ----------------------------------------------------------------------------------
+
+
+def _memory_context(end_user: EndUser, assistant: Assistant, **extra) -> dict:
+    remembered = self_service.remembered_for(end_user=end_user, assistant=assistant)
+    return {"end_user": end_user, "assistant": assistant, "remembered": remembered, **extra}
+
+
+@require_GET
+@login_required
+def memory(request: HttpRequest, assistant_id: str) -> HttpResponse:
+    end_user, assistant = _pair_or_404(request, assistant_id)
+    return render(request, "chat/memory.html", _memory_context(end_user, assistant))
+
+
+def _memory_changed(request: HttpRequest, end_user: EndUser, assistant: Assistant, note: str) -> HttpResponse:
+    """After a change: HTMX gets the page's body again, with the note; plain HTML a redirect to the page."""
+    if request.htmx:
+        context = _memory_context(end_user, assistant, note=note)
+        return render(request, "chat/memory.html#memory-body", context)
+    messages.success(request, note)
+    return redirect("chat:memory", assistant_id=assistant.external_id)
+
+
+@require_POST
+@login_required
+def page_forget(request: HttpRequest, assistant_id: str, page_id: int) -> HttpResponse:
+    end_user, assistant = _pair_or_404(request, assistant_id)
+    space = self_service.space_find(end_user=end_user, assistant=assistant)
+    page = _found_or_404(self_service.own_page(space=space, page_id=page_id))
+    governance.page_forget(page=page, actor=Actor.end_user(end_user), reason=REASON)
+    return _memory_changed(request, end_user, assistant, "Forgotten: that turn, and anything taken from it.")
+
+
+@require_POST
+@login_required
+def segment_forget(request: HttpRequest, assistant_id: str, segment_id: int) -> HttpResponse:
+    end_user, assistant = _pair_or_404(request, assistant_id)
+    space = self_service.space_find(end_user=end_user, assistant=assistant)
+    segment = _found_or_404(self_service.own_segment(space=space, segment_id=segment_id))
+    governance.segment_forget(segment=segment, actor=Actor.end_user(end_user), reason=REASON)
+    return _memory_changed(request, end_user, assistant, "Forgotten: that topic and its turns.")
+
+
+@require_POST
+@login_required
+def knowledge_forget(request: HttpRequest, assistant_id: str, entry_id: int) -> HttpResponse:
+    end_user, assistant = _pair_or_404(request, assistant_id)
+    entry = _found_or_404(self_service.own_knowledge(end_user=end_user, assistant=assistant, entry_id=entry_id))
+    governance.knowledge_forget(entry=entry, actor=Actor.end_user(end_user), reason=REASON)
+    return _memory_changed(request, end_user, assistant, "Forgotten: that fact.")
+
+
+@require_POST
+@login_required
+def profile_forget(request: HttpRequest, assistant_id: str, version_id: int) -> HttpResponse:
+    end_user, assistant = _pair_or_404(request, assistant_id)
+    version = _found_or_404(self_service.own_profile_version(end_user=end_user, version_id=version_id))
+    governance.profile_version_forget(version=version, actor=Actor.end_user(end_user), reason=REASON)
+    return _memory_changed(request, end_user, assistant, "Forgotten: that version of your profile.")
+
+
+@require_POST
+@login_required
+def knowledge_correct(request: HttpRequest, assistant_id: str, entry_id: int) -> HttpResponse:
+    """Correct a fact; an empty or too long correction shows the form again with the reason."""
+    end_user, assistant = _pair_or_404(request, assistant_id)
+    entry = _found_or_404(self_service.own_knowledge(end_user=end_user, assistant=assistant, entry_id=entry_id))
+    form = KnowledgeCorrectionForm(request.POST)
+    if form.is_valid():
+        try:
+            governance.knowledge_edit(
+                entry=entry, text=form.cleaned_data["text"], actor=Actor.end_user(end_user), reason=REASON
+            )
+        except governance.GovernanceError as exc:
+            form.add_error("text", str(exc))
+        else:
+            return _memory_changed(request, end_user, assistant, "Corrected: that fact now reads as you wrote it.")
+    context = _memory_context(end_user, assistant, correction=form, correcting=entry.id)
+    if request.htmx:
+        return render(request, "chat/memory.html#memory-body", context)
+    return render(request, "chat/memory.html", context, status=400)
+
+
+@require_POST
+@login_required
+def memory_pause(request: HttpRequest, assistant_id: str) -> HttpResponse:
+    """Pause memory (turns are still answered, nothing is kept beyond the latest few) or resume it."""
+    end_user, assistant = _pair_or_404(request, assistant_id)
+    paused = request.POST.get("paused") == "true"
+    space = space_get_or_create(end_user=end_user, assistant=assistant)
+    governance.memory_pause_set(space=space, paused=paused, actor=Actor.end_user(end_user), reason=REASON)
+    note = (
+        f"Memory is paused: {assistant.name} still answers, but keeps only your latest few turns."
+        if paused
+        else f"Memory is on again: {assistant.name} remembers what you say."
+    )
+    return _memory_changed(request, end_user, assistant, note)
+
+
+@require_POST
+@login_required
+def memory_export(request: HttpRequest, assistant_id: str) -> HttpResponse:
+    """Download everything remembered about the end user as JSON; the download is recorded in the audit trail."""
+    end_user, _ = _pair_or_404(request, assistant_id)
+    data = user_export_data(end_user=end_user)
+    memory_read_record(actor=Actor.end_user(end_user), end_user=end_user, what="export downloaded by the end user")
+    response = HttpResponse(
+        json.dumps(data, indent=2, ensure_ascii=False, default=str), content_type="application/json; charset=utf-8"
+    )
+    day = f"{timezone.now():%Y-%m-%d}"
+    filename = get_valid_filename(f"memory-{end_user.tenant.slug}-{end_user.external_id}-{day}.json")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response

@@ -1,0 +1,234 @@
+"""Reads for end users about their own memory: the chat's history, what a reply used, and "what you remember".
+
+Every function takes the end user (or their memory space) and only ever returns that person's rows, so a caller
+that passes the logged-in end user cannot reach anyone else's memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import Count, Prefetch, Q, QuerySet
+
+from memory.models import Assistant, ChatReply, EndUser, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
+from memory.models.tiers import KnowledgeKind
+
+PAGE_BODY_ONLY = ("embedding", "topic_embedding")
+
+
+# --- Whose chat is this -----------------------------------------------------------------------------------------
+
+
+def assistants_for(end_user: EndUser) -> list[Assistant]:
+    """The active assistants of the end user's tenant, by name."""
+    return list(Assistant.objects.filter(tenant_id=end_user.tenant_id, is_active=True).order_by("name", "id"))
+
+
+def assistant_for(end_user: EndUser, external_id: str) -> Assistant | None:
+    """The active assistant `external_id` of the end user's own tenant, or None."""
+    return Assistant.objects.filter(tenant_id=end_user.tenant_id, external_id=external_id, is_active=True).first()
+
+
+def space_find(*, end_user: EndUser, assistant: Assistant) -> MemorySpace | None:
+    """The memory space of this pair, or None before their first turn (reading never creates one)."""
+    return MemorySpace.objects.filter(end_user=end_user, assistant=assistant).first()
+
+
+# --- The conversation -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class UsedPage:
+    at: datetime
+    user_message: str
+
+
+@dataclass
+class MemoryUsed:
+    """What one reply used, in words: the profile, facts, topics and earlier turns, and how many are gone since."""
+
+    profile: ProfileVersion | None = None
+    facts: list[str] = field(default_factory=list)
+    topics: list[str] = field(default_factory=list)
+    pages: list[UsedPage] = field(default_factory=list)
+    recent_turns: int = 0
+    forgotten: int = 0
+    dropped: int = 0
+
+    @property
+    def count(self) -> int:
+        return bool(self.profile) + len(self.facts) + len(self.topics) + len(self.pages) + self.recent_turns
+
+
+def _used_ids(used: dict) -> tuple[set[int], set[int], set[int], set[int]]:
+    pages = {p["id"] for p in used.get("pages", [])} | set(used.get("pinned_page_ids", []))
+    segments = {s["id"] for s in used.get("segments", [])} | set(used.get("pinned_segment_ids", []))
+    knowledge = {k["id"] for key in ("user_knowledge", "assistant_knowledge") for k in used.get(key, [])}
+    knowledge |= set(used.get("pinned_knowledge_ids", []))
+    profiles = {used["profile_version_id"]} if used.get("profile_version_id") else set()
+    return pages, segments, knowledge, profiles
+
+
+def memory_used_explained(*, space: MemorySpace, replies: list[ChatReply]) -> dict[int, MemoryUsed]:
+    """For each reply (by id), the memory it used as readable items; at most four queries for any number of replies.
+
+    Items forgotten since are counted, not shown: memory_used keeps ids and scores only, never the content.
+    """
+    wanted = [set(), set(), set(), set()]
+    for reply in replies:
+        for ids, more in zip(wanted, _used_ids(reply.memory_used or {}), strict=True):
+            ids |= more
+    page_ids, segment_ids, knowledge_ids, profile_ids = wanted
+    pages = _in_bulk(Page.objects.filter(space=space).only("id", "at", "user_message"), page_ids)
+    segments = _in_bulk(Segment.objects.filter(space=space).only("id", "summary"), segment_ids)
+    knowledge = _in_bulk(KnowledgeEntry.objects.filter(end_user_id=space.end_user_id).only("id", "text"), knowledge_ids)
+    profiles = _in_bulk(ProfileVersion.objects.filter(end_user_id=space.end_user_id).defer("text"), profile_ids)
+    explained = {}
+    for reply in replies:
+        used = reply.memory_used or {}
+        reply_pages, reply_segments, reply_knowledge, reply_profiles = _used_ids(used)
+        found = MemoryUsed(recent_turns=len(used.get("short_term_page_ids", [])), dropped=len(reply.dropped or []))
+        found.profile = next((profiles[i] for i in reply_profiles if i in profiles), None)
+        found.facts = [knowledge[i].text for i in sorted(reply_knowledge) if i in knowledge]
+        found.topics = [segments[i].summary for i in sorted(reply_segments) if i in segments]
+        found.pages = [UsedPage(pages[i].at, pages[i].user_message) for i in sorted(reply_pages) if i in pages]
+        found.forgotten = (
+            len(reply_pages - pages.keys())
+            + len(reply_segments - segments.keys())
+            + len(reply_knowledge - knowledge.keys())
+            + len(reply_profiles - profiles.keys())
+        )
+        explained[reply.id] = found
+    return explained
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One turn of the conversation: the page, its chat reply (None for imported turns) and what the reply used."""
+
+    page: Page
+    reply: ChatReply | None
+    used: MemoryUsed | None
+
+
+def conversation_recent(*, space: MemorySpace | None, limit: int) -> list[Turn]:
+    """The latest `limit` turns of the pair, oldest first, each explained; five queries however many there are."""
+    if space is None:
+        return []
+    pages = list(
+        Page.objects.filter(space=space).select_related("reply").defer(*PAGE_BODY_ONLY).order_by("-seq")[:limit]
+    )
+    pages.reverse()
+    replies = {page.id: page.reply for page in pages if hasattr(page, "reply")}
+    used = memory_used_explained(space=space, replies=list(replies.values()))
+    return [
+        Turn(page, replies.get(page.id), used.get(replies[page.id].id) if page.id in replies else None)
+        for page in pages
+    ]
+
+
+def turn_of(reply: ChatReply) -> Turn:
+    """The turn a reply that is done became, explained (for appending it to the conversation)."""
+    page = reply.page
+    return Turn(page, reply, memory_used_explained(space=reply.space, replies=[reply])[reply.id])
+
+
+def _in_bulk(queryset: QuerySet, ids: set[int]) -> dict:
+    return queryset.in_bulk(list(ids)) if ids else {}
+
+
+# --- "What do you remember about me" -------------------------------------------------------------------------------
+
+
+@dataclass
+class Remembered:
+    """Everything the assistant remembers about one end user, as the end user sees it."""
+
+    space: MemorySpace | None
+    profile: ProfileVersion | None
+    earlier_profiles: list[ProfileVersion]
+    user_knowledge: list[KnowledgeEntry]
+    assistant_knowledge: list[KnowledgeEntry]
+    segments: list[Segment]
+    recent_pages: list[Page]
+
+    @property
+    def paused(self) -> bool:
+        return bool(self.space and self.space.paused)
+
+    @property
+    def empty(self) -> bool:
+        return not (
+            self.profile or self.user_knowledge or self.assistant_knowledge or self.segments or self.recent_pages
+        )
+
+
+def remembered_for(*, end_user: EndUser, assistant: Assistant, recent_limit: int = 20) -> Remembered:
+    """The profile (and its earlier versions), the facts, the topics with their turns, and the latest turns.
+
+    User knowledge and the profile belong to the user across assistants; assistant knowledge, topics and turns to
+    this assistant only.
+    """
+    space = space_find(end_user=end_user, assistant=assistant)
+    profiles = list(ProfileVersion.objects.filter(end_user=end_user).order_by("-number"))
+    knowledge = list(
+        KnowledgeEntry.objects.filter(end_user=end_user)
+        .filter(Q(kind=KnowledgeKind.USER) | Q(kind=KnowledgeKind.ASSISTANT, assistant=assistant))
+        .defer("embedding")
+        .order_by("-created_at", "-id")
+    )
+    segments, recent = [], []
+    if space is not None:
+        segment_pages = Page.objects.defer(*PAGE_BODY_ONLY).order_by("seq")
+        segments = list(
+            Segment.objects.filter(space=space)
+            .annotate(page_count=Count("pages"))
+            .prefetch_related(Prefetch("pages", queryset=segment_pages))
+            .defer("embedding")
+            .order_by("-last_touched_at", "-id")
+        )
+        recent = list(
+            Page.objects.filter(space=space)
+            .select_related("segment")
+            .defer(*PAGE_BODY_ONLY, "segment__embedding")
+            .order_by("-seq")[:recent_limit]
+        )
+    return Remembered(
+        space=space,
+        profile=profiles[0] if profiles else None,
+        earlier_profiles=profiles[1:],
+        user_knowledge=[k for k in knowledge if k.kind == KnowledgeKind.USER],
+        assistant_knowledge=[k for k in knowledge if k.kind == KnowledgeKind.ASSISTANT],
+        segments=segments,
+        recent_pages=recent,
+    )
+
+
+# --- One item of one's own memory (None when it is someone else's or gone) -------------------------------------------
+
+
+def own_page(*, space: MemorySpace | None, page_id: int) -> Page | None:
+    if space is None:
+        return None
+    return Page.objects.filter(space=space, pk=page_id).select_related("space__end_user").first()
+
+
+def own_segment(*, space: MemorySpace | None, segment_id: int) -> Segment | None:
+    if space is None:
+        return None
+    return Segment.objects.filter(space=space, pk=segment_id).select_related("space__end_user").first()
+
+
+def own_knowledge(*, end_user: EndUser, assistant: Assistant, entry_id: int) -> KnowledgeEntry | None:
+    """A user fact of the end user, or an assistant fact of theirs with this assistant."""
+    return (
+        KnowledgeEntry.objects.filter(end_user=end_user, pk=entry_id)
+        .filter(Q(kind=KnowledgeKind.USER) | Q(kind=KnowledgeKind.ASSISTANT, assistant=assistant))
+        .select_related("end_user")
+        .first()
+    )
+
+
+def own_profile_version(*, end_user: EndUser, version_id: int) -> ProfileVersion | None:
+    return ProfileVersion.objects.filter(end_user=end_user, pk=version_id).select_related("end_user").first()

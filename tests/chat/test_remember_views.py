@@ -1,0 +1,199 @@
+""" "What do you remember about me": the end user sees their memory in plain language and governs it.
+
+Each action is tested twice: as plain HTML (a redirect back to the page, with a message) and with HTMX (the page's
+body comes back with a note). Each is audited as the end user's own request.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memory.models import AuditEntry, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
+from memory.models.tiers import Tier
+from tests.chat.conftest import fact, profile, said, topic
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+REASON = "requested by the end user"
+
+
+@pytest.fixture
+def logged_in(client, alice):
+    client.force_login(alice.account)
+    return client
+
+
+@pytest.fixture
+def remembered(space, alice, assistant):
+    """Alice's memory with Ava: two profile versions, facts, a topic with two turns and a recent turn."""
+    profile(alice, "Alice lives in York.")
+    profile(alice, "Alice lives in Leeds and likes walking holidays.")
+    vegetarian = fact(alice, "Alice is vegetarian.")
+    note = fact(alice, "Ava recommended the Time Out Market.", assistant=assistant)
+    lisbon = topic(space, "Lisbon holiday in May", ["I am going to Lisbon in May", "Is Sintra worth a day?"])
+    recent = said(space, "I bake sourdough <b>bread</b>.", "Lovely!")
+    return {"vegetarian": vegetarian, "note": note, "lisbon": lisbon, "recent": recent}
+
+
+def assert_audited(action: str, end_user) -> AuditEntry:
+    entry = AuditEntry.objects.get(action=action)
+    assert (entry.actor_kind, entry.actor_id, entry.reason) == ("end_user", str(end_user.pk), REASON)
+    assert entry.end_user == end_user
+    return entry
+
+
+def test_the_page_shows_profile_facts_topics_and_recent_turns_in_plain_language(logged_in, remembered):
+    body = logged_in.get("/chat/ava/memory/").content.decode()
+
+    assert "What Ava remembers about you" in body
+    assert "Alice lives in Leeds and likes walking holidays." in body and "Earlier versions (1)" in body
+    assert "Alice is vegetarian." in body and "Ava recommended the Time Out Market." in body
+    assert "Lisbon holiday in May" in body and "2 turns" in body and "Is Sintra worth a day?" in body
+    assert "I bake sourdough &lt;b&gt;bread&lt;/b&gt;." in body and "in the current conversation" in body
+    assert 'Memory is <span class="state-on">on</span>' in body
+    assert 'action="/chat/ava/memory/export/"' in body
+
+
+def test_an_end_user_with_no_memory_yet_is_told_so(logged_in):
+    body = logged_in.get("/chat/ava/memory/").content.decode()
+
+    assert "Ava doesn't remember anything about you yet." in body
+
+
+def test_the_page_costs_the_same_queries_however_much_is_remembered(
+    logged_in, remembered, space, alice, django_assert_num_queries
+):
+    # session, user, end user, assistant, space, profiles, knowledge, segments, their pages, recent pages
+    with django_assert_num_queries(10):
+        logged_in.get("/chat/ava/memory/")
+    topic(space, "Half marathon training", ["I signed up for a half marathon", "My knee aches"])
+    fact(alice, "Alice runs 15 km a week.")
+    said(space, "Another recent turn.")
+    with django_assert_num_queries(10):
+        logged_in.get("/chat/ava/memory/")
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
+def test_forgetting_a_turn_deletes_it_and_is_audited(logged_in, remembered, alice, headers):
+    page = remembered["recent"]
+
+    response = logged_in.post(f"/chat/ava/memory/turns/{page.id}/forget/", **headers)
+
+    assert not Page.objects.filter(pk=page.pk).exists()
+    assert_audited("page.forget", alice)
+    assert_changed(logged_in, response, headers, "Forgotten: that turn, and anything taken from it.")
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
+def test_forgetting_a_topic_deletes_it_with_its_turns(logged_in, remembered, alice, headers):
+    segment = remembered["lisbon"]
+
+    response = logged_in.post(f"/chat/ava/memory/topics/{segment.id}/forget/", **headers)
+
+    assert not Segment.objects.filter(pk=segment.pk).exists()
+    assert not Page.objects.filter(tier=Tier.MID_TERM).exists()
+    assert_audited("segment.forget", alice)
+    assert_changed(logged_in, response, headers, "Forgotten: that topic and its turns.")
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
+@pytest.mark.parametrize("which", ["vegetarian", "note"])
+def test_forgetting_a_fact_about_the_user_or_the_assistant_deletes_it(logged_in, remembered, alice, headers, which):
+    entry = remembered[which]
+
+    response = logged_in.post(f"/chat/ava/memory/facts/{entry.id}/forget/", **headers)
+
+    assert not KnowledgeEntry.objects.filter(pk=entry.pk).exists()
+    assert_audited("knowledge.forget", alice)
+    assert_changed(logged_in, response, headers, "Forgotten: that fact.")
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
+def test_forgetting_the_current_profile_makes_the_previous_version_current(logged_in, remembered, alice, headers):
+    current = ProfileVersion.objects.get(end_user=alice, number=2)
+
+    response = logged_in.post(f"/chat/ava/memory/profile/{current.id}/forget/", **headers)
+
+    assert list(ProfileVersion.objects.values_list("text", flat=True)) == ["Alice lives in York."]
+    assert_audited("profile_version.forget", alice)
+    assert_changed(logged_in, response, headers, "Forgotten: that version of your profile.")
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
+def test_correcting_a_fact_rewrites_it_and_audits_before_and_after(logged_in, remembered, alice, headers):
+    entry = remembered["vegetarian"]
+
+    response = logged_in.post(f"/chat/ava/memory/facts/{entry.id}/correct/", {"text": "Alice is vegan."}, **headers)
+
+    entry.refresh_from_db()
+    assert entry.text == "Alice is vegan."
+    audit = assert_audited("knowledge.edit", alice)
+    assert (audit.before, audit.after) == ("Alice is vegetarian.", "Alice is vegan.")
+    assert_changed(logged_in, response, headers, "Corrected: that fact now reads as you wrote it.")
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
+def test_an_empty_correction_is_refused_with_the_form_open_and_a_reason(logged_in, remembered, headers):
+    entry = remembered["vegetarian"]
+
+    response = logged_in.post(f"/chat/ava/memory/facts/{entry.id}/correct/", {"text": "  "}, **headers)
+
+    body = response.content.decode()
+    assert response.status_code == (200 if headers else 400)
+    assert "Write the corrected fact, or delete it instead." in body
+    assert '<details class="correct" open>' in body
+    assert ("<html" in body) is not bool(headers)
+    entry.refresh_from_db()
+    assert entry.text == "Alice is vegetarian."
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
+def test_pausing_and_resuming_memory_is_the_end_users_choice_and_audited(logged_in, alice, assistant, headers):
+    response = logged_in.post("/chat/ava/memory/pause/", {"paused": "true"}, **headers)
+
+    assert MemorySpace.objects.get(end_user=alice, assistant=assistant).paused
+    assert_audited("memory.pause", alice)
+    assert_changed(logged_in, response, headers, "Memory is paused: Ava still answers, but keeps only your latest")
+
+    logged_in.post("/chat/ava/memory/pause/", {"paused": "false"}, **headers)
+
+    assert not MemorySpace.objects.get(end_user=alice, assistant=assistant).paused
+    assert_audited("memory.resume", alice)
+
+
+def test_while_paused_the_chat_still_answers_and_says_memory_is_paused(offline, logged_in, alice, assistant):
+    logged_in.post("/chat/ava/memory/pause/", {"paused": "true"})
+
+    logged_in.post("/chat/ava/send/", {"message": "Hello", "idempotency_key": "k-1"})
+
+    assert Page.objects.filter(space__end_user=alice).count() == 1
+    assert "Memory is paused" in logged_in.get("/chat/ava/").content.decode()
+    assert "Resume memory" in logged_in.get("/chat/ava/memory/").content.decode()
+
+
+def test_the_export_downloads_the_end_users_memory_as_json_and_is_audited(logged_in, remembered, alice):
+    response = logged_in.post("/chat/ava/memory/export/")
+
+    assert response.status_code == 200 and response["Content-Type"].startswith("application/json")
+    assert response["Content-Disposition"].startswith('attachment; filename="memory-acme-alice-')
+    data = json.loads(response.content)
+    assert data["end_user"]["external_id"] == "alice"
+    assert {k["text"] for k in data["knowledge"]} == {"Alice is vegetarian.", "Ava recommended the Time Out Market."}
+    audit = AuditEntry.objects.get(action="memory.read")
+    assert (audit.actor_kind, audit.end_user, audit.detail) == (
+        "end_user",
+        alice,
+        {"what": "export downloaded by the end user"},
+    )
+
+
+def assert_changed(client, response, headers, note: str) -> None:
+    """HTMX: the page's body with the note; plain HTML: a redirect to the page, which then shows the note."""
+    if headers:
+        body = response.content.decode()
+        assert response.status_code == 200 and body.lstrip().startswith('<div id="memory-body"')
+        assert note in body
+    else:
+        assert response.status_code == 302 and response["Location"] == "/chat/ava/memory/"
+        assert note in client.get(response["Location"]).content.decode()
