@@ -1,9 +1,33 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import include, path
 
-from dashboard import views
+from dashboard.views import actions, audit, gdpr, home, items, overview, users
+
+console = [
+    path("", overview.overview, name="overview"),
+    path("users/", users.users, name="users"),
+    path("users/<int:end_user_id>/", users.user_detail, name="user"),
+    path("users/<int:end_user_id>/profile/", users.profile_history, name="profile"),
+    path("users/<int:end_user_id>/profile/edit/", actions.profile_change, name="profile_edit"),
+    path("users/<int:end_user_id>/preview/", users.preview, name="preview"),
+    path("users/<int:end_user_id>/gdpr/", gdpr.user_gdpr, name="user_gdpr"),
+    path("users/<int:end_user_id>/export/", gdpr.export_start, name="export_start"),
+    path("users/<int:end_user_id>/erase/", gdpr.erase, name="erase"),
+    path("segments/<int:segment_id>/", items.segment, name="segment"),
+    path("pages/<int:page_id>/", items.page, name="page"),
+    path("knowledge/<int:entry_id>/", items.knowledge, name="knowledge"),
+    path("act/<str:kind>/<int:item_id>/<str:action>/", actions.memory_action, name="action"),
+    path("audit/", audit.audit_log, name="audit"),
+    path("audit.csv", audit.audit_csv, name="audit_csv"),
+    path("audit/verify/", audit.audit_chain, name="audit_verify"),
+    path("gdpr/", gdpr.gdpr_home, name="gdpr"),
+    path("exports/<int:job_id>/", gdpr.export_job, name="export"),
+    path("exports/<int:job_id>/download/<str:token>/", gdpr.export_download, name="export_download"),
+    path("receipts/<int:receipt_id>/", gdpr.receipt, name="receipt"),
+]
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", home.home, name="home"),
+    path("console/<slug:slug>/", include((console, "console"))),
 ]

@@ -50,3 +50,19 @@ def segment_promote_task(self, segment_id: int) -> None:
 def pending_pages_sweep_task(older_than_seconds: int = 600) -> int:
     """Requeue placement for pages still pending after a while (a worker died, or retries ran out)."""
     return pending_pages_requeue(before=timezone.now() - timedelta(seconds=older_than_seconds))
+
+
+@shared_task(acks_late=True)
+def export_build_task(job_id: int) -> None:
+    """Build one GDPR export bundle (a job already done, failed or expired is skipped)."""
+    from memory.services.gdpr_export import export_build
+
+    export_build(job_id=job_id)
+
+
+@shared_task(acks_late=True)
+def exports_expire_task() -> int:
+    """Delete export bundles whose download link has expired."""
+    from memory.services.gdpr_export import exports_expire
+
+    return exports_expire()

@@ -169,6 +169,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE: dict = {
     "requeue-pending-pages": {"task": "memory.tasks.pending_pages_sweep_task", "schedule": 300.0},
+    "expire-exports": {"task": "memory.tasks.exports_expire_task", "schedule": 3600.0},
 }
 
 # --- Auth -----------------------------------------------------------------------------------------------------
@@ -252,3 +253,9 @@ CHAT_REPLY_MAX_TOKENS = env_int("CHAT_REPLY_MAX_TOKENS", 1000)
 CHAT_HISTORY_TURNS = env_int("CHAT_HISTORY_TURNS", 50)
 
 DEMO_PASSWORD = env_str("DEMO_PASSWORD", "memoryos-demo")
+
+# --- GDPR exports (memory/services/gdpr_export.py) ---------------------------------------------------------------
+EXPORT_DIR = Path(env_str("EXPORT_DIR", str(VAR_DIR / "exports")))
+EXPORT_LINK_TTL_HOURS = env_int("EXPORT_LINK_TTL_HOURS", 24)
+if EXPORT_LINK_TTL_HOURS < 1:
+    raise ImproperlyConfigured("EXPORT_LINK_TTL_HOURS must be at least 1")

@@ -1,0 +1,70 @@
+"""What every console view needs: the operator's tenant and role (through memory.roles, the one access helper),
+the actor for the audit log, a safe `next` URL, and the page-or-fragment choice for HTMX requests."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.http import HttpRequest
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from memory.models import EndUser, Role, Tenant
+from memory.roles import Permission, role_for, role_grants, tenant_for_operator_or_404
+from memory.services.audit import Actor
+from memory.services.governance import memory_read_record
+
+
+@dataclass(frozen=True)
+class Console:
+    """The tenant an operator is working in and what their role lets them do there (templates read the flags)."""
+
+    tenant: Tenant
+    role: Role
+
+    @property
+    def can_write(self) -> bool:
+        return role_grants(self.role, Permission.WRITE)
+
+    @property
+    def can_govern(self) -> bool:
+        return role_grants(self.role, Permission.GOVERN)
+
+
+def console_or_404(request: HttpRequest, slug: str, permission: Permission = Permission.READ) -> Console:
+    """The operator's tenant `slug`: 404 when they have no role in it, 403 when their role lacks `permission`."""
+    tenant = tenant_for_operator_or_404(request.user, slug, permission)
+    return Console(tenant=tenant, role=role_for(request.user, tenant))
+
+
+def actor_of(request: HttpRequest) -> Actor:
+    return Actor.operator(request.user)
+
+
+def request_id_of(request: HttpRequest) -> str:
+    """The proxy's request id, when there is one, so audit entries can be matched with access logs."""
+    return request.headers.get("X-Request-ID", "")[:64]
+
+
+def safe_next(request: HttpRequest, default: str) -> str:
+    """The `next` URL of the form or query when it points into this site, else `default`."""
+    candidate = request.POST.get("next") or request.GET.get("next") or ""
+    if candidate and url_has_allowed_host_and_scheme(candidate, {request.get_host()}, request.is_secure()):
+        return candidate
+    return default
+
+
+def page_or_partial(request: HttpRequest, template: str, partial: str) -> str:
+    """The whole page, or for an HTMX request only its `{% partialdef %}` fragment."""
+    return f"{template}#{partial}" if request.htmx else template
+
+
+def record_read(request: HttpRequest, end_user: EndUser, what: str, target_type: str = "", target_id=None) -> None:
+    """Audit an operator's read of a user's memory, as changes are audited."""
+    memory_read_record(
+        actor=actor_of(request),
+        end_user=end_user,
+        what=what,
+        target_type=target_type,
+        target_id=target_id,
+        request_id=request_id_of(request),
+    )

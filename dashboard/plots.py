@@ -1,0 +1,166 @@
+"""Plotly figures for the console, built in Python and rendered as a <div> (plotly.js comes from static/)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import plotly.graph_objects as go
+from django.conf import settings
+from django.utils.safestring import SafeString, mark_safe
+
+from memory.models.events import EventKind
+from memory.selectors.console import SegmentDetail, SegmentRow, TenantOverview
+
+COLOURS = {"visits": "#2f5bd3", "interaction": "#1a9e75", "recency": "#e0a100", "heat": "#1f2430", "warn": "#b42318"}
+CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+
+
+def _layout(fig: go.Figure, *, height: int, **extra) -> go.Figure:
+    fig.update_layout(
+        template=go.layout.Template(),  # an empty template keeps the page small and the look ours
+        height=height,
+        margin={"l": 48, "r": 16, "t": 24, "b": 40},
+        font={"family": "system-ui, sans-serif", "size": 12, "color": "#1f2430"},
+        paper_bgcolor="white",
+        plot_bgcolor="white",
+        legend={"orientation": "h", "y": -0.18},
+        hovermode="x unified",
+    )
+    fig.update_layout(**extra)
+    fig.update_xaxes(gridcolor="#eef0f3", linecolor="#e5e7eb")
+    fig.update_yaxes(gridcolor="#eef0f3", linecolor="#e5e7eb", rangemode="tozero")
+    return fig
+
+
+def figure_html(fig: go.Figure, *, div_id: str) -> SafeString:
+    """The figure as a div plus the inline script that draws it (plotly.js must already be loaded)."""
+    height = fig.layout.height or 320
+    html = fig.to_html(
+        full_html=False, include_plotlyjs=False, config=CONFIG, div_id=div_id, default_height=f"{height}px"
+    )
+    return mark_safe(html)  # plotly's own markup; every value inside it is JSON-encoded by plotly
+
+
+def _label(text: str, limit: int = 48) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def segment_heat_figure(detail: SegmentDetail, now: datetime) -> go.Figure:
+    """The segment's heat over time, its components stacked, with promotions and evictions marked."""
+    alpha, beta, gamma = settings.MEMORY_HEAT_ALPHA, settings.MEMORY_HEAT_BETA, settings.MEMORY_HEAT_GAMMA
+    times = [s.at for s in detail.samples] + [now]
+    visits = [alpha * s.n_visit for s in detail.samples] + [alpha * detail.heat.n_visit]
+    interaction = [beta * s.l_interaction for s in detail.samples] + [beta * detail.heat.l_interaction]
+    recency = [gamma * s.r_recency for s in detail.samples] + [gamma * detail.heat.r_recency]
+    events = [s.get_event_display() for s in detail.samples] + ["now"]
+    fig = go.Figure()
+    for name, values, colour in (
+        ("α·N_visit (visits)", visits, COLOURS["visits"]),
+        ("β·L_interaction (pages)", interaction, COLOURS["interaction"]),
+        ("γ·R_recency", recency, COLOURS["recency"]),
+    ):
+        fig.add_trace(
+            go.Scatter(
+                x=times, y=values, name=name, stackgroup="heat", line={"shape": "hv", "width": 0.5, "color": colour}
+            )
+        )
+    total = [v + i + r for v, i, r in zip(visits, interaction, recency, strict=True)]
+    fig.add_trace(
+        go.Scatter(
+            x=times,
+            y=total,
+            name="heat",
+            mode="lines+markers",
+            line={"shape": "hv", "color": COLOURS["heat"]},
+            text=events,
+            hovertemplate="%{y:.2f} (%{text})<extra>heat</extra>",
+        )
+    )
+    _mark_events(fig, detail)
+    fig.add_hline(y=settings.MEMORY_PROMOTION_THRESHOLD, line={"dash": "dash", "color": COLOURS["warn"], "width": 1})
+    return _layout(fig, height=340, yaxis_title="heat")
+
+
+def _mark_events(fig: go.Figure, detail: SegmentDetail) -> None:
+    promotions = [s for s in detail.samples if s.event == "promoted"]
+    if promotions:
+        fig.add_trace(
+            go.Scatter(
+                x=[s.at for s in promotions],
+                y=[s.heat for s in promotions],
+                name="promotion",
+                mode="markers",
+                marker={"symbol": "star", "size": 14, "color": COLOURS["warn"]},
+                hovertemplate="promoted to long-term memory<extra></extra>",
+            )
+        )
+    evictions = [e for e in detail.events if e.kind == EventKind.EVICTION]
+    if evictions:
+        fig.add_trace(
+            go.Scatter(
+                x=[e.created_at for e in evictions],
+                y=[0] * len(evictions),
+                name="eviction (another segment)",
+                mode="markers",
+                marker={"symbol": "x", "size": 11, "color": "#6b7280"},
+                text=[f"heat {e.detail.get('heat', '?')}, {e.detail.get('removed_pages', 0)} pages" for e in evictions],
+                hovertemplate="segment evicted: %{text}<extra></extra>",
+            )
+        )
+
+
+def user_heat_figure(rows: list[SegmentRow], limit: int = 30) -> go.Figure:
+    """Every segment's current heat, components stacked, against the promotion threshold τ (hottest on top)."""
+    shown = list(reversed(rows[:limit]))
+    labels = [f"{_label(r.segment.summary, 40)} · #{r.segment.id}" for r in shown]
+    alpha, beta, gamma = settings.MEMORY_HEAT_ALPHA, settings.MEMORY_HEAT_BETA, settings.MEMORY_HEAT_GAMMA
+    fig = go.Figure()
+    for name, values, colour in (
+        ("α·N_visit", [alpha * r.heat.n_visit for r in shown], COLOURS["visits"]),
+        ("β·L_interaction", [beta * r.heat.l_interaction for r in shown], COLOURS["interaction"]),
+        ("γ·R_recency", [gamma * r.heat.r_recency for r in shown], COLOURS["recency"]),
+    ):
+        fig.add_trace(go.Bar(y=labels, x=values, name=name, orientation="h", marker_color=colour))
+    tau = settings.MEMORY_PROMOTION_THRESHOLD
+    fig.add_vline(x=tau, line={"dash": "dash", "color": COLOURS["warn"], "width": 1.5})
+    fig.add_annotation(x=tau, y=1, yref="paper", text=f"τ = {tau:g}", showarrow=False, yanchor="bottom")
+    height = 120 + 26 * max(len(shown), 1)
+    return _layout(fig, height=height, barmode="stack", hovermode="y unified", xaxis_title="heat", margin_l=260)
+
+
+def tiers_figure(overview: TenantOverview) -> go.Figure:
+    labels, counts = list(overview.tiers), list(overview.tiers.values())
+    fig = go.Figure(go.Bar(x=labels, y=counts, marker_color=COLOURS["visits"], text=counts, textposition="outside"))
+    return _layout(fig, height=280, hovermode="closest", showlegend=False)
+
+
+def updating_figure(overview: TenantOverview) -> go.Figure:
+    fig = go.Figure()
+    fig.add_trace(
+        go.Bar(x=overview.days, y=overview.promotions, name="promotions", marker_color=COLOURS["interaction"])
+    )
+    fig.add_trace(go.Bar(x=overview.days, y=overview.evictions, name="evictions", marker_color=COLOURS["warn"]))
+    return _layout(fig, height=280, barmode="group")
+
+
+def llm_figure(overview: TenantOverview) -> go.Figure:
+    """LLM calls per day (bars: replies and memory updating) and tokens per day (line, right axis)."""
+    fig = go.Figure()
+    fig.add_trace(
+        go.Bar(x=overview.days, y=overview.reply_calls, name="calls: replies", marker_color=COLOURS["visits"])
+    )
+    fig.add_trace(
+        go.Bar(x=overview.days, y=overview.updating_calls, name="calls: updating", marker_color=COLOURS["recency"])
+    )
+    tokens = [a + b for a, b in zip(overview.reply_tokens, overview.updating_tokens, strict=True)]
+    fig.add_trace(
+        go.Scatter(x=overview.days, y=tokens, name="tokens", yaxis="y2", line={"color": COLOURS["heat"]}, mode="lines")
+    )
+    return _layout(
+        fig,
+        height=300,
+        barmode="stack",
+        yaxis_title="LLM calls",
+        yaxis2={"title": "tokens", "overlaying": "y", "side": "right", "rangemode": "tozero", "showgrid": False},
+        margin_r=56,
+    )

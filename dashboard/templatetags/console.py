@@ -1,0 +1,51 @@
+"""Small template helpers for the console: heat colouring and the action buttons an item offers."""
+
+from __future__ import annotations
+
+from django import template
+from django.conf import settings
+
+register = template.Library()
+
+ACTIONS = {
+    "page": ["pin", "forget"],
+    "segment": ["edit", "pin", "lock", "forget"],
+    "knowledge": ["edit", "pin", "lock", "forget"],
+    "profile_version": ["lock", "forget"],
+}
+
+
+@register.simple_tag
+def tau() -> float:
+    """The promotion threshold τ."""
+    return settings.MEMORY_PROMOTION_THRESHOLD
+
+
+@register.filter
+def heat_class(value: float | None) -> str:
+    """`heat-hot` at or above τ (promotion is due), `heat-warm` above half of it, else `heat-cool`."""
+    if value is None:
+        return "heat-none"
+    threshold = settings.MEMORY_PROMOTION_THRESHOLD
+    if value >= threshold:
+        return "heat-hot"
+    return "heat-warm" if value >= threshold / 2 else "heat-cool"
+
+
+@register.simple_tag
+def memory_actions(kind: str, item) -> list[tuple[str, str]]:
+    """The (action, label) pairs for an item's buttons: pin or unpin, lock or unlock as its flags stand."""
+    found = []
+    for action in ACTIONS.get(kind, []):
+        if action == "pin" and getattr(item, "pinned", False):
+            action = "unpin"
+        elif action == "lock" and getattr(item, "locked", False):
+            action = "unlock"
+        found.append((action, action.capitalize()))
+    return found
+
+
+@register.filter
+def total(counts: dict) -> int:
+    """The sum of a dict of counts (an erasure receipt's rows per table)."""
+    return sum(v for v in (counts or {}).values() if isinstance(v, int))

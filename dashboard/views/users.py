@@ -1,0 +1,91 @@
+"""End users: search, one user's memory (STM, MTM, LPM), profile history with diffs, and the context preview."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from dashboard.console import Console, console_or_404, page_or_partial, record_read
+from dashboard.diffs import profile_diff
+from dashboard.forms import DiffForm, PreviewForm, UserSearchForm
+from dashboard.plots import figure_html, user_heat_figure
+from memory.models import EndUser
+from memory.selectors.console import (
+    context_preview,
+    end_user_in_tenant,
+    end_users_search,
+    memory_spaces,
+    profile_versions,
+    space_with,
+    user_memory,
+)
+
+USERS_PER_PAGE = 25
+
+
+def _end_user_or_404(console: Console, end_user_id: int) -> EndUser:
+    try:
+        return end_user_in_tenant(tenant=console.tenant, end_user_id=end_user_id)
+    except EndUser.DoesNotExist:
+        raise Http404("No such end user") from None
+
+
+@require_GET
+@login_required
+def users(request: HttpRequest, slug: str) -> HttpResponse:
+    console = console_or_404(request, slug)
+    form = UserSearchForm(request.GET)
+    form.is_valid()
+    query, sort = form.cleaned_data.get("q", ""), form.cleaned_data.get("sort") or "recent"
+    found = end_users_search(tenant=console.tenant, query=query, sort=sort, now=timezone.now())
+    page = Paginator(found, USERS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {"console": console, "form": form, "page": page, "query": query, "sort": sort}
+    return render(request, page_or_partial(request, "dashboard/users.html", "results"), context)
+
+
+@require_GET
+@login_required
+def user_detail(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
+    console = console_or_404(request, slug)
+    end_user = _end_user_or_404(console, end_user_id)
+    memory = user_memory(end_user=end_user, assistant_external_id=request.GET.get("assistant", ""), now=timezone.now())
+    record_read(request, end_user, "user memory page", "memoryspace", memory.space.pk if memory.space else None)
+    heat_plot = figure_html(user_heat_figure(memory.segments), div_id="user-heat") if memory.segments else ""
+    context = {"console": console, "end_user": end_user, "memory": memory, "heat_plot": heat_plot}
+    return render(request, "dashboard/user.html", context)
+
+
+@require_GET
+@login_required
+def profile_history(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
+    console = console_or_404(request, slug)
+    end_user = _end_user_or_404(console, end_user_id)
+    versions = profile_versions(end_user=end_user)
+    form = DiffForm(request.GET)
+    form.is_valid()
+    diff = profile_diff(versions, form.cleaned_data.get("a"), form.cleaned_data.get("b"))
+    record_read(request, end_user, "profile history")
+    context = {"console": console, "end_user": end_user, "versions": versions, "form": form, "diff": diff}
+    return render(request, page_or_partial(request, "dashboard/profile.html", "diff"), context)
+
+
+@require_GET
+@login_required
+def preview(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
+    """What retrieval would put into the prompt for a question; records no visit, but the read is audited."""
+    console = console_or_404(request, slug)
+    end_user = _end_user_or_404(console, end_user_id)
+    spaces = memory_spaces(end_user=end_user)
+    space = space_with(spaces, request.GET.get("assistant", ""))
+    form = PreviewForm(request.GET if "q" in request.GET else None)
+    result = sections = None
+    if form.is_valid() and space is not None:
+        result, sections = context_preview(space=space, query=form.cleaned_data["q"])
+        record_read(request, end_user, "context preview", "memoryspace", space.pk)
+    context = {"console": console, "end_user": end_user, "form": form, "space": space, "spaces": spaces}
+    context |= {"result": result, "sections": sections}
+    return render(request, page_or_partial(request, "dashboard/preview.html", "preview"), context)

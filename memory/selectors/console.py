@@ -1,0 +1,483 @@
+"""Reads for the operator console: user search, one user's memory, item details, tenant overview, audit, GDPR.
+
+Every lookup is scoped to a tenant, so an id from another tenant is simply not found. Query counts are fixed per
+screen whatever the size of memory (pinned in tests/dashboard/test_query_counts.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+
+from django.conf import settings
+from django.db.models import (
+    Count,
+    DurationField,
+    Exists,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    IntegerField,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+    Value,
+)
+from django.db.models.functions import Cast, Coalesce, Exp, Extract, Greatest, TruncDate
+
+from memory.heat import Heat, segment_heat
+from memory.models import (
+    AuditEntry,
+    ChatReply,
+    EndUser,
+    ErasureReceipt,
+    ExportJob,
+    HeatSample,
+    KnowledgeEntry,
+    MemoryEvent,
+    MemorySpace,
+    Page,
+    ProfileVersion,
+    Segment,
+    Tenant,
+)
+from memory.models.events import EventKind, EventStatus
+from memory.models.tiers import KnowledgeKind, Tier
+from memory.retrieval import RetrievalResult, retrieve
+
+VECTORS = ("embedding", "topic_embedding")
+
+# --- Users list -------------------------------------------------------------------------------------------------
+
+
+def heat_sql(now: datetime):
+    """The heat formula of memory.heat as a SQL expression over a segment row (for sorting and the users list).
+
+    heat = α·N_visit + β·L_interaction + γ·exp(−max(now − last_touched_at, 0)/μ); kept equal to heat_of by a test.
+    """
+    age = Cast(
+        Extract(ExpressionWrapper(Value(now) - F("last_touched_at"), output_field=DurationField()), "epoch"),
+        FloatField(),
+    )
+    recency = Exp(-Greatest(age, Value(0.0)) / Value(float(settings.MEMORY_RECENCY_MU)))
+    return ExpressionWrapper(
+        Value(float(settings.MEMORY_HEAT_ALPHA)) * F("n_visit")
+        + Value(float(settings.MEMORY_HEAT_BETA)) * F("l_interaction")
+        + Value(float(settings.MEMORY_HEAT_GAMMA)) * recency,
+        output_field=FloatField(),
+    )
+
+
+def _count_per_user(queryset: QuerySet, user_path: str):
+    """A correlated COUNT of `queryset` rows belonging to the outer end user (0 when there are none)."""
+    rows = queryset.filter(**{user_path: OuterRef("pk")}).order_by().values(user_path).annotate(n=Count("pk"))
+    return Coalesce(Subquery(rows.values("n")[:1], output_field=IntegerField()), 0)
+
+
+USER_SORTS = {
+    "recent": (F("last_active_at").desc(nulls_last=True), "-id"),
+    "heat": (F("hottest_heat").desc(nulls_last=True), "-id"),
+    "name": ("display_name", "external_id", "id"),
+}
+
+
+def end_users_search(*, tenant: Tenant, query: str = "", sort: str = "recent", now: datetime) -> QuerySet[EndUser]:
+    """The tenant's end users matching `query` (name, email or external id contain it; or it is their id).
+
+    Each row carries its tiers' sizes (stm_pages, mtm_pages, segments, knowledge, has_profile), hottest_heat and
+    last_active_at, all in one SELECT: correlated subqueries, evaluated only for the rows of the page shown.
+    """
+    users = EndUser.objects.filter(tenant=tenant)
+    query = query.strip()
+    if query:
+        match = Q(display_name__icontains=query) | Q(email__icontains=query) | Q(external_id__icontains=query)
+        if query.isdigit():
+            match |= Q(pk=int(query))
+        users = users.filter(match)
+    hottest = Segment.objects.filter(space__end_user=OuterRef("pk")).annotate(heat=heat_sql(now)).order_by("-heat")
+    return users.annotate(
+        stm_pages=_count_per_user(Page.objects.filter(tier=Tier.SHORT_TERM), "space__end_user"),
+        mtm_pages=_count_per_user(Page.objects.filter(tier=Tier.MID_TERM), "space__end_user"),
+        segments=_count_per_user(Segment.objects.all(), "space__end_user"),
+        knowledge_count=_count_per_user(KnowledgeEntry.objects.all(), "end_user"),
+        has_profile=Exists(ProfileVersion.objects.filter(end_user=OuterRef("pk"))),
+        hottest_heat=Subquery(hottest.values("heat")[:1], output_field=FloatField()),
+    ).order_by(*USER_SORTS.get(sort, USER_SORTS["recent"]))
+
+
+# --- One user's memory ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SegmentRow:
+    segment: Segment
+    heat: Heat
+    page_count: int
+
+    @property
+    def hot(self) -> bool:
+        return self.heat.value >= settings.MEMORY_PROMOTION_THRESHOLD
+
+
+@dataclass
+class UserMemory:
+    """Everything the user memory screen shows, for one end user and one of their assistants."""
+
+    end_user: EndUser
+    spaces: list[MemorySpace]
+    space: MemorySpace | None
+    short_term: list[Page] = field(default_factory=list)
+    pending_pages: int = 0
+    segments: list[SegmentRow] = field(default_factory=list)
+    profile_versions: list[ProfileVersion] = field(default_factory=list)
+    user_knowledge: list[KnowledgeEntry] = field(default_factory=list)
+    assistant_knowledge: list[KnowledgeEntry] = field(default_factory=list)
+
+    @property
+    def profile(self) -> ProfileVersion | None:
+        return self.profile_versions[0] if self.profile_versions else None
+
+    @property
+    def knowledge_count(self) -> int:
+        return len(self.user_knowledge) + len(self.assistant_knowledge)
+
+
+def end_user_in_tenant(*, tenant: Tenant, end_user_id: int) -> EndUser:
+    """The end user `end_user_id` of `tenant`; raises EndUser.DoesNotExist for anyone else's."""
+    return EndUser.objects.select_related("tenant").get(tenant=tenant, pk=end_user_id)
+
+
+def memory_spaces(*, end_user: EndUser) -> list[MemorySpace]:
+    """The user's memory spaces (one per assistant they talk to), with their assistants."""
+    return list(MemorySpace.objects.filter(end_user=end_user).select_related("assistant").order_by("id"))
+
+
+def space_with(spaces: list[MemorySpace], assistant_external_id: str) -> MemorySpace | None:
+    """The space with that assistant, else the first one, else None."""
+    chosen = next((s for s in spaces if s.assistant.external_id == assistant_external_id), None)
+    return chosen or next(iter(spaces), None)
+
+
+def user_memory(*, end_user: EndUser, assistant_external_id: str = "", now: datetime) -> UserMemory:
+    """STM, MTM (segments by heat, hottest first) and LPM of the user with one assistant, in a fixed 6 queries.
+
+    The assistant is `assistant_external_id` when the user has memory with it, else their first one.
+    """
+    spaces = memory_spaces(end_user=end_user)
+    space = space_with(spaces, assistant_external_id)
+    memory = UserMemory(end_user=end_user, spaces=spaces, space=space)
+    memory.profile_versions = list(
+        ProfileVersion.objects.filter(end_user=end_user).select_related("source_segment").order_by("-number")
+    )
+    if space is None:
+        return memory
+    pages = Page.objects.filter(space=space).defer(*VECTORS)
+    memory.short_term = list(pages.filter(tier=Tier.SHORT_TERM).order_by("seq"))
+    memory.pending_pages = pages.filter(tier=Tier.MID_TERM, segment__isnull=True).count()
+    segments = Segment.objects.filter(space=space).defer("embedding").annotate(page_count=Count("pages"))
+    rows = [SegmentRow(segment=s, heat=segment_heat(s, now), page_count=s.page_count) for s in segments]
+    memory.segments = sorted(rows, key=lambda r: (-r.heat.value, r.segment.id))
+    knowledge = (
+        KnowledgeEntry.objects.filter(end_user=end_user)
+        .filter(Q(kind=KnowledgeKind.USER) | Q(assistant=space.assistant))
+        .defer("embedding")
+        .annotate(source_count=Count("source_pages"))
+        .order_by("-created_at", "-id")
+    )
+    for entry in knowledge:
+        (memory.user_knowledge if entry.kind == KnowledgeKind.USER else memory.assistant_knowledge).append(entry)
+    return memory
+
+
+# --- Item details -----------------------------------------------------------------------------------------------
+
+
+def segment_in_tenant(*, tenant: Tenant, segment_id: int) -> Segment:
+    return (
+        Segment.objects.defer("embedding")
+        .select_related("space__end_user", "space__assistant")
+        .get(space__tenant=tenant, pk=segment_id)
+    )
+
+
+@dataclass
+class SegmentDetail:
+    segment: Segment
+    heat: Heat
+    pages: list[Page]
+    chains: list[list[Page]]
+    samples: list[HeatSample]
+    events: list[MemoryEvent]
+    knowledge: list[KnowledgeEntry]
+
+
+def segment_detail(*, segment: Segment, now: datetime) -> SegmentDetail:
+    """The segment's pages grouped into dialogue chains, its heat history and events, and knowledge from it."""
+    pages = list(Page.objects.filter(segment=segment).defer(*VECTORS).select_related("reply").order_by("seq"))
+    chains: dict[int, list[Page]] = {}
+    for page in pages:
+        chains.setdefault(page.chain_head_id or page.id, []).append(page)
+    events = MemoryEvent.objects.filter(space_id=segment.space_id, status=EventStatus.OK).filter(
+        Q(kind=EventKind.PROMOTION, target_type="segment", target_id=segment.id) | Q(kind=EventKind.EVICTION)
+    )
+    return SegmentDetail(
+        segment=segment,
+        heat=segment_heat(segment, now),
+        pages=pages,
+        chains=list(chains.values()),
+        samples=list(HeatSample.objects.filter(segment=segment).order_by("at", "id")),
+        events=list(events.filter(created_at__gte=segment.created_at).order_by("created_at")),
+        knowledge=list(KnowledgeEntry.objects.filter(source_segment=segment).defer("embedding").order_by("id")),
+    )
+
+
+def page_in_tenant(*, tenant: Tenant, page_id: int) -> Page:
+    """The page with its space, owner, assistant, segment, source reply and chain neighbours."""
+    neighbours = [f"{n}__{v}" for n in ("prev_page", "next_page") for v in VECTORS] + ["segment__embedding"]
+    return (
+        Page.objects.select_related("space__end_user", "space__assistant", "segment", "reply", "prev_page", "next_page")
+        .defer(*VECTORS, *neighbours)
+        .get(space__tenant=tenant, pk=page_id)
+    )
+
+
+@dataclass
+class PageDetail:
+    page: Page
+    reply: ChatReply | None
+    knowledge: list[KnowledgeEntry]
+    profile_versions: list[ProfileVersion]
+
+
+def page_detail(*, page: Page) -> PageDetail:
+    """What the page came from (its chat reply, if any) and what was derived from it."""
+    return PageDetail(
+        page=page,
+        reply=getattr(page, "reply", None),
+        knowledge=list(page.knowledge.defer("embedding").order_by("id")),
+        profile_versions=list(page.profile_versions.order_by("number")),
+    )
+
+
+def knowledge_in_tenant(*, tenant: Tenant, entry_id: int) -> KnowledgeEntry:
+    return (
+        KnowledgeEntry.objects.defer("embedding")
+        .select_related("end_user", "assistant", "source_segment")
+        .prefetch_related(Prefetch("source_pages", queryset=Page.objects.defer(*VECTORS).order_by("seq")))
+        .get(end_user__tenant=tenant, pk=entry_id)
+    )
+
+
+def profile_version_in_tenant(*, tenant: Tenant, version_id: int) -> ProfileVersion:
+    return ProfileVersion.objects.select_related("end_user").get(end_user__tenant=tenant, pk=version_id)
+
+
+def current_profile(*, end_user: EndUser) -> ProfileVersion | None:
+    return ProfileVersion.objects.filter(end_user=end_user).order_by("-number").first()
+
+
+def profile_versions(*, end_user: EndUser) -> list[ProfileVersion]:
+    """Every version of the user's profile, newest first, with the segment it came from."""
+    return list(ProfileVersion.objects.filter(end_user=end_user).select_related("source_segment").order_by("-number"))
+
+
+# --- Context preview --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PromptItem:
+    text: str
+    note: str = ""
+    link: tuple[str, int] | None = None  # (kind, id) of the memory it comes from
+
+
+@dataclass(frozen=True)
+class PromptSection:
+    title: str
+    items: list[PromptItem]
+    empty: str
+
+
+def _page_item(page: Page, note: str = "") -> PromptItem:
+    chain = f" · chain: {page.chain_summary}" if page.chain_summary else ""
+    return PromptItem(text=page.text, note=f"{page.at:%Y-%m-%d %H:%M}{chain}{note}", link=("page", page.id))
+
+
+def _fact_items(scored) -> list[PromptItem]:
+    return [PromptItem(k.entry.text, f"score {k.score:.2f}", ("knowledge", k.entry.id)) for k in scored]
+
+
+def _pinned_items(result: RetrievalResult) -> list[PromptItem]:
+    items = [PromptItem(k.text, "pinned fact", ("knowledge", k.id)) for k in result.pinned_knowledge]
+    items += [PromptItem(s.summary, "pinned segment", ("segment", s.id)) for s in result.pinned_segments]
+    return items + [_page_item(p, " · pinned page") for p in result.pinned_pages]
+
+
+def context_preview(*, space: MemorySpace, query: str) -> tuple[RetrievalResult, list[PromptSection]]:
+    """What retrieval would put into the prompt for `query`, section by section (the order of the spec's
+    generation step), without recording visits: no N_visit, last-touch or heat sample changes."""
+    result = retrieve(space=space, query=query, record_visits=False)
+    persona, profile = space.assistant.persona, result.profile
+    return result, [
+        PromptSection("Assistant persona", [PromptItem(persona)] if persona else [], "The assistant has no persona."),
+        PromptSection(
+            "User profile",
+            [PromptItem(profile.text, f"version {profile.number}", ("profile", profile.id))] if profile else [],
+            "No profile yet.",
+        ),
+        PromptSection("Pinned memories", _pinned_items(result), "Nothing is pinned."),
+        PromptSection("Knowledge about the user", _fact_items(result.user_knowledge), "No user knowledge matched."),
+        PromptSection(
+            "Knowledge about the assistant", _fact_items(result.assistant_knowledge), "No assistant knowledge matched."
+        ),
+        PromptSection(
+            "Retrieved pages",
+            [_page_item(p.page, f" · score {p.score:.2f}") for p in result.pages],
+            "No mid-term pages matched.",
+        ),
+        PromptSection(
+            "Recent conversation (short-term memory)",
+            [_page_item(p) for p in result.short_term],
+            "Short-term memory is empty.",
+        ),
+        PromptSection("The user's message", [PromptItem(query)], "No message."),
+    ]
+
+
+# --- Tenant overview --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TenantOverview:
+    tiers: dict[str, int]
+    days: list[date]
+    promotions: list[int]
+    evictions: list[int]
+    updating_calls: list[int]
+    reply_calls: list[int]
+    updating_tokens: list[int]
+    reply_tokens: list[int]
+
+
+def _per_day(rows, days: list[date], value: str) -> list[int]:
+    by_day = {row["day"]: row[value] or 0 for row in rows}
+    return [int(by_day.get(day, 0)) for day in days]
+
+
+def tenant_overview(*, tenant: Tenant, days: int, now: datetime) -> TenantOverview:
+    """Counts per tier, promotions and evictions per day, and LLM calls and tokens per day (updating and replies)."""
+    today = now.date()
+    day_list = [today - timedelta(days=n) for n in range(days - 1, -1, -1)]
+    since = now - timedelta(days=days)
+    pages = dict(
+        Page.objects.filter(space__tenant=tenant).values("tier").annotate(n=Count("id")).values_list("tier", "n")
+    )
+    knowledge = dict(
+        KnowledgeEntry.objects.filter(end_user__tenant=tenant)
+        .values("kind")
+        .annotate(n=Count("id"))
+        .values_list("kind", "n")
+    )
+    tiers = {
+        "STM pages": pages.get(Tier.SHORT_TERM, 0),
+        "MTM pages": pages.get(Tier.MID_TERM, 0),
+        "MTM segments": Segment.objects.filter(space__tenant=tenant).count(),
+        "Profiles": ProfileVersion.objects.filter(end_user__tenant=tenant).values("end_user").distinct().count(),
+        "User knowledge": knowledge.get(KnowledgeKind.USER, 0),
+        "Assistant knowledge": knowledge.get(KnowledgeKind.ASSISTANT, 0),
+    }
+    events = (
+        MemoryEvent.objects.filter(tenant=tenant, created_at__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(
+            promotions=Count("id", filter=Q(kind=EventKind.PROMOTION, status=EventStatus.OK)),
+            evictions=Count("id", filter=Q(kind=EventKind.EVICTION)),
+            calls=Sum("llm_calls"),
+            tokens=Sum(F("prompt_tokens") + F("completion_tokens")),
+        )
+    )
+    replies = (
+        ChatReply.objects.filter(space__tenant=tenant, created_at__gte=since)
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(calls=Sum("llm_calls"), tokens=Sum(F("prompt_tokens") + F("completion_tokens")))
+    )
+    events, replies = list(events), list(replies)
+    return TenantOverview(
+        tiers=tiers,
+        days=day_list,
+        promotions=_per_day(events, day_list, "promotions"),
+        evictions=_per_day(events, day_list, "evictions"),
+        updating_calls=_per_day(events, day_list, "calls"),
+        reply_calls=_per_day(replies, day_list, "calls"),
+        updating_tokens=_per_day(events, day_list, "tokens"),
+        reply_tokens=_per_day(replies, day_list, "tokens"),
+    )
+
+
+# --- Audit and GDPR ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuditFilter:
+    user: str = ""
+    actor: str = ""
+    action: str = ""
+    since: date | None = None
+    until: date | None = None
+
+
+def audit_entries(*, tenant: Tenant, filters: AuditFilter) -> QuerySet[AuditEntry]:
+    """The tenant's audit entries, newest first, narrowed by user (name, external id or id), actor, action, dates."""
+    entries = AuditEntry.objects.filter(tenant=tenant).select_related("end_user")
+    if filters.user:
+        users = EndUser.objects.filter(tenant=tenant).filter(
+            Q(external_id__iexact=filters.user)
+            | Q(display_name__icontains=filters.user)
+            | Q(email__iexact=filters.user)
+        )
+        match = Q(subject_id__in=users.values("pk"))
+        if filters.user.isdigit():
+            match |= Q(subject_id=int(filters.user))
+        entries = entries.filter(match)
+    if filters.actor:
+        entries = entries.filter(Q(actor_label__icontains=filters.actor) | Q(actor_kind=filters.actor))
+    if filters.action:
+        entries = entries.filter(action=filters.action)
+    if filters.since:
+        entries = entries.filter(created_at__date__gte=filters.since)
+    if filters.until:
+        entries = entries.filter(created_at__date__lte=filters.until)
+    return entries.order_by("-seq")
+
+
+def audit_actions(*, tenant: Tenant) -> list[str]:
+    """The actions that occur in the tenant's audit log, for the filter's choices."""
+    return list(AuditEntry.objects.filter(tenant=tenant).order_by("action").values_list("action", flat=True).distinct())
+
+
+def audit_entry_at(*, tenant: Tenant, seq: int) -> AuditEntry | None:
+    return AuditEntry.objects.filter(tenant=tenant, seq=seq).select_related("end_user").first()
+
+
+def export_jobs(*, tenant: Tenant, end_user: EndUser | None = None, limit: int = 50) -> list[ExportJob]:
+    jobs = ExportJob.objects.filter(tenant=tenant).select_related("end_user")
+    if end_user is not None:
+        jobs = jobs.filter(end_user=end_user)
+    return list(jobs.order_by("-created_at", "-id")[:limit])
+
+
+def export_job_in_tenant(*, tenant: Tenant, job_id: int) -> ExportJob:
+    return ExportJob.objects.select_related("end_user").get(tenant=tenant, pk=job_id)
+
+
+def erasure_receipts(*, tenant: Tenant, limit: int = 100) -> list[ErasureReceipt]:
+    return list(ErasureReceipt.objects.filter(tenant=tenant).order_by("-created_at", "-id")[:limit])
+
+
+def erasure_receipt_in_tenant(*, tenant: Tenant, receipt_id: int) -> ErasureReceipt:
+    return ErasureReceipt.objects.select_related("tenant").get(tenant=tenant, pk=receipt_id)

@@ -1,0 +1,198 @@
+"""GDPR export bundles: a zip with export.json (everything held about an end user) and a readable export.html.
+
+A data-protection officer requests an export; `export_build_task` builds it in the background, updating the job's
+progress as it goes; the bundle can be downloaded with the job's token until it expires (EXPORT_LINK_TTL_HOURS),
+after which the file is deleted and the link answers 410 Gone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import secrets
+import zipfile
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.template import Context, Engine
+from django.utils import timezone
+
+from memory.models import EndUser, ExportJob, JobStatus
+from memory.services.audit import Actor, audit_record
+from memory.services.gdpr import user_export_data
+
+log = logging.getLogger(__name__)
+UNFINISHED = (JobStatus.QUEUED, JobStatus.RUNNING)
+
+
+class ExportUnavailable(Exception):
+    """The bundle cannot be downloaded: `gone` when its link expired, otherwise it is not ready (or the token is
+    wrong)."""
+
+    def __init__(self, message: str, *, gone: bool = False) -> None:
+        super().__init__(message)
+        self.gone = gone
+
+
+@transaction.atomic
+def export_request(*, end_user: EndUser, actor: Actor, request_id: str = "") -> ExportJob:
+    """Queue a new export of everything held about `end_user`; the build starts after the transaction commits."""
+    job = ExportJob.objects.create(tenant_id=end_user.tenant_id, end_user=end_user, requested_by=actor.label[:200])
+    audit_record(
+        tenant=end_user.tenant_id,
+        actor=actor,
+        action="gdpr.export",
+        end_user=end_user,
+        target_type="export_job",
+        target_id=job.pk,
+        detail={"what": "export requested"},
+        request_id=request_id,
+    )
+    from memory.tasks import export_build_task
+
+    transaction.on_commit(lambda: export_build_task.delay(job.pk))
+    return job
+
+
+def _progress(job_id: int, percent: int) -> None:
+    ExportJob.objects.filter(pk=job_id, status=JobStatus.RUNNING).update(progress=percent)
+
+
+def export_build(*, job_id: int, now: datetime | None = None) -> ExportJob | None:
+    """Build the bundle of one queued job: export.json + export.html in a zip under EXPORT_DIR, with its sha256.
+
+    Idempotent: a job that is done, failed, expired or gone is skipped (returns None); a job left running by a
+    worker that died is built again. A failure marks the job failed with the error; the DPO can request another.
+    """
+    if not ExportJob.objects.filter(pk=job_id, status__in=UNFINISHED).update(status=JobStatus.RUNNING, progress=5):
+        return None
+    job = ExportJob.objects.select_related("end_user", "tenant").get(pk=job_id)
+    try:
+        if job.end_user is None:
+            raise ValueError("the end user of this export no longer exists")
+        data = user_export_data(end_user=job.end_user)
+        _progress(job.pk, 40)
+        summary = export_summary_html(data)
+        _progress(job.pk, 70)
+        path = _bundle_write(job, data, summary)
+        _progress(job.pk, 90)
+    except Exception as exc:  # any failure must end in a visible failed job, not a stuck one
+        log.exception("export %s failed", job_id)
+        ExportJob.objects.filter(pk=job.pk).update(
+            status=JobStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now()
+        )
+        return None
+    finished = now or timezone.now()
+    ExportJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+        status=JobStatus.DONE,
+        progress=100,
+        file_path=str(path),
+        sha256=_sha256(path),
+        size_bytes=path.stat().st_size,
+        download_token=secrets.token_urlsafe(32),
+        finished_at=finished,
+        expires_at=finished + timedelta(hours=settings.EXPORT_LINK_TTL_HOURS),
+    )
+    job.refresh_from_db()
+    return job
+
+
+def _bundle_write(job: ExportJob, data: dict, summary: str) -> Path:
+    """Write the zip next to its final name, then rename it, so a half-written bundle is never served."""
+    folder = Path(settings.EXPORT_DIR) / job.tenant.slug
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"export-{job.pk}.zip"
+    partial = path.with_suffix(".zip.part")
+    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+        bundle.writestr("export.json", json.dumps(data, ensure_ascii=False, indent=2))
+        bundle.writestr("export.html", summary)
+    partial.replace(path)
+    return path
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def export_file(*, job: ExportJob, token: str, now: datetime | None = None) -> Path:
+    """The bundle's path, if `token` is the job's download token and the link has not expired.
+
+    Raises ExportUnavailable(gone=True) once the link has expired, ExportUnavailable otherwise.
+    """
+    now = now or timezone.now()
+    if not job.download_token or not secrets.compare_digest(job.download_token, token):
+        raise ExportUnavailable("This download link is not valid.")
+    if job.status == JobStatus.EXPIRED or (job.expires_at and job.expires_at <= now):
+        raise ExportUnavailable("This export has expired and its file was deleted.", gone=True)
+    path = Path(job.file_path)
+    if job.status != JobStatus.DONE or not path.is_file():
+        raise ExportUnavailable("This export is not ready.")
+    return path
+
+
+def exports_expire(*, now: datetime | None = None) -> int:
+    """Delete the files of exports whose link has expired and mark them expired. Idempotent; returns how many."""
+    now = now or timezone.now()
+    expired = list(ExportJob.objects.filter(status=JobStatus.DONE, expires_at__lte=now).values_list("pk", "file_path"))
+    for job_id, file_path in expired:
+        if file_path:
+            Path(file_path).unlink(missing_ok=True)
+        ExportJob.objects.filter(pk=job_id, status=JobStatus.DONE).update(status=JobStatus.EXPIRED, download_token="")
+    return len(expired)
+
+
+# --- The readable summary ---------------------------------------------------------------------------------------
+
+
+SUMMARY = Engine(autoescape=True).from_string(
+    """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Your data held by {{ d.end_user.tenant }}</title>
+<style>
+body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1f2430;line-height:1.5}
+table{border-collapse:collapse;width:100%;margin-bottom:1.5rem}td,th{border:1px solid #e5e7eb;padding:.35rem .5rem;
+text-align:left;vertical-align:top}th{background:#f6f7f9}.muted{color:#6b7280}pre{white-space:pre-wrap}
+</style></head><body>
+<h1>Everything held about {{ d.end_user.display_name|default:d.end_user.external_id }}</h1>
+<p class="muted">Generated {{ d.generated_at }} · tenant {{ d.end_user.tenant }} · format {{ d.format }}.
+The complete, machine-readable data (embeddings included) is in <code>export.json</code> next to this file.</p>
+<h2>Account</h2>
+<table><tr><th>External id</th><td>{{ d.end_user.external_id }}</td></tr>
+<tr><th>Name</th><td>{{ d.end_user.display_name }}</td></tr><tr><th>Email</th><td>{{ d.end_user.email }}</td></tr>
+<tr><th>Created</th><td>{{ d.end_user.created_at }}</td></tr>
+<tr><th>Last active</th><td>{{ d.end_user.last_active_at|default:"never" }}</td></tr></table>
+<h2>Profile</h2>
+{% for v in d.profile_versions %}<h3>Version {{ v.number }} <span class="muted">({{ v.author }}, {{ v.created_at }}
+{% if v.locked %}, locked{% endif %})</span></h3><pre>{{ v.text }}</pre>{% empty %}<p>No profile.</p>{% endfor %}
+<h2>Knowledge</h2>
+<table><tr><th>Kind</th><th>Fact</th><th>Pinned</th><th>Locked</th><th>Created</th></tr>
+{% for k in d.knowledge %}<tr><td>{{ k.kind }}</td><td>{{ k.text }}</td><td>{{ k.pinned|yesno }}</td>
+<td>{{ k.locked|yesno }}</td><td>{{ k.created_at }}</td></tr>
+{% empty %}<tr><td colspan="5">No knowledge.</td></tr>{% endfor %}</table>
+{% for m in d.memory %}<h2>Memory with {{ m.assistant.name }}</h2>
+<p>{{ m.pages|length }} pages, {{ m.segments|length }} topic segments, {{ m.replies|length }} chat replies.
+{% if m.memory_paused %}Memory is paused.{% endif %}</p>
+<h3>Topic segments</h3><table><tr><th>Summary</th><th>Keywords</th><th>Visits</th><th>Pinned</th></tr>
+{% for s in m.segments %}<tr><td>{{ s.summary }}</td><td>{{ s.keywords|join:", " }}</td><td>{{ s.n_visit }}</td>
+<td>{{ s.pinned|yesno }}</td></tr>{% empty %}<tr><td colspan="4">None.</td></tr>{% endfor %}</table>
+<h3>Conversation</h3><table><tr><th>When</th><th>You wrote</th><th>The assistant replied</th></tr>
+{% for p in m.pages %}<tr><td>{{ p.at }}</td><td>{{ p.user_message }}</td><td>{{ p.assistant_reply }}</td></tr>
+{% empty %}<tr><td colspan="3">No conversation.</td></tr>{% endfor %}</table>{% endfor %}
+<h2>Record of actions on your data</h2>
+<table><tr><th>When</th><th>Who</th><th>Action</th><th>Reason</th></tr>
+{% for a in d.audit %}<tr><td>{{ a.at }}</td><td>{{ a.actor }}{% if a.actor_label %} ({{ a.actor_label }}){% endif %}
+</td><td>{{ a.action }}</td><td>{{ a.reason }}</td></tr>{% empty %}<tr><td colspan="4">None.</td></tr>{% endfor %}
+</table></body></html>
+"""
+)
+
+
+def export_summary_html(data: dict) -> str:
+    """A readable HTML summary of user_export_data's result (every value escaped)."""
+    return SUMMARY.render(Context({"d": data}))
