@@ -15,7 +15,10 @@ from datetime import datetime, timedelta
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, models, transaction
+from pgvector.psycopg.vector import register_vector_info
+from psycopg.types import TypeInfo
+from psycopg.types.json import Jsonb
 
 from memory.evaluation.benchfakes import BenchEmbedder
 from memory.evaluation.benchtext import TOPICS, TextGenerator
@@ -152,7 +155,50 @@ def _pages_build(
                 source_ref="memory_bench",
             )
         )
-    return Page.objects.bulk_create(pages, batch_size=BATCH_SIZE)
+    return copy_insert(Page, pages)
+
+
+def copy_insert(model: type[models.Model], objs: list[models.Model]) -> list[models.Model]:
+    """Insert `objs` with one binary COPY (vectors as raw floats) and set their ids; about 20 times faster than
+    bulk_create for rows with two 384-dimension vectors. Ids are taken from the table's sequence first.
+
+    Every concrete column is written from the instances, so fields added later are written too.
+    """
+    fields = [f for f in model._meta.concrete_fields if not f.primary_key]
+    table = model._meta.db_table
+    with connection.cursor() as wrapper:
+        cursor = wrapper.cursor  # the psycopg cursor: adapters registered on it stay on it
+        register_vector_info(cursor, TypeInfo.fetch(cursor.connection, "vector"))
+        cursor.execute(
+            f"SELECT nextval(pg_get_serial_sequence('{table}', 'id')) FROM generate_series(1, %s)", [len(objs)]
+        )
+        for obj, (pk,) in zip(objs, cursor.fetchall(), strict=True):
+            obj.pk = pk
+        types = _column_types(cursor, table, [f.column for f in fields])
+        columns = ", ".join(["id", *(f.column for f in fields)])
+        with cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", *types])
+            for obj in objs:
+                copy.write_row([obj.pk, *(_copy_value(f, obj) for f in fields)])
+    return objs
+
+
+def _column_types(cursor, table: str, columns: list[str]) -> list[str]:
+    cursor.execute(
+        "SELECT a.attname, t.typname, e.typname FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+        "LEFT JOIN pg_type e ON e.oid = t.typelem AND t.typcategory = 'A' "
+        "WHERE a.attrelid = %s::regclass AND a.attnum > 0 AND NOT a.attisdropped",
+        [table],
+    )
+    names = {name: (f"{element}[]" if element else typname) for name, typname, element in cursor.fetchall()}
+    return [names[column] for column in columns]
+
+
+def _copy_value(field: models.Field, obj: models.Model):
+    value = field.pre_save(obj, add=True)  # auto_now_add fills created_at
+    if isinstance(field, models.JSONField) and value is not None:
+        return Jsonb(value)
+    return value
 
 
 def _heat_history_build(space: MemorySpace, segments: list[Segment], now: datetime) -> None:

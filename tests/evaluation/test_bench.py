@@ -113,3 +113,8 @@ def test_a_kept_bench_tenant_holds_full_users(tmp_path, settings):
     space = user.memory_spaces.get()
     assert Page.objects.filter(space=space, tier="stm").count() == settings.MEMORY_STM_CAPACITY
     assert Page.objects.filter(space=space, tier="mtm", segment__isnull=True).count() == 0
+    page = Page.objects.filter(space=space, tier="mtm").order_by("seq").first()  # written by binary COPY
+    assert page.created_at is not None and page.source_meta == {} and page.keywords
+    assert np.linalg.norm(page.embedding) == pytest.approx(1.0, abs=1e-5)
+    assert np.array_equal(page.embedding, page.topic_embedding)
+    assert Page.objects.filter(space=space).filter(embedding__isnull=False).count() > 0
