@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from memory.evaluation.benchfakes import BenchLLM
+from memory.llm import use_llm
 from memory.models import Page, Segment, Tenant
 
 LOCOMO_DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev.json"
@@ -165,3 +167,29 @@ def test_dia_ids_of_two_conversations_are_counted_apart(tmp_path):
     assert results["turns"] == results["pages_with_dia_ids"] == 32  # "D1:1" of each conversation counts
     assert results["conversations"] == ["conv-t1", "conv-t2"]
     assert {r["id"].split(":")[0] for r in results["records"]} == {"conv-t1", "conv-t2"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_llm_mode_updates_memory_and_answers_through_the_llm_seam(tiny_file, tmp_path, settings):
+    settings.MEMORY_STM_CAPACITY = 3
+    settings.LLM_BASE_URL = "http://llm.invalid/v1"  # never contacted: the seam holds the fake
+    llm = BenchLLM()  # valid JSON for the memory steps; '{"answer": "ok"}' for anything else
+
+    with use_llm(llm):
+        results = run_eval(tmp_path, "--data", str(tiny_file), "--llm", "openai", "--answer", "--tenant", "locomo-llm")
+
+    assert results["memory_llm_calls"] >= 6  # one chain-and-topic call per page that left STM
+    for system in ("memoryos", "flat_rag", "full_context"):
+        summary = results["systems"][system]
+        assert summary["llm_calls_per_answer"] == 1.0
+        assert summary["prompt_tokens_per_answer"] > 0
+        assert summary["answer_errors"] == 0
+    assert llm.calls_by_step["other"] == 3 * 4  # one answer per question per system
+    assert results["records"][0]["systems"]["memoryos"]["prediction"] == '{"answer": "ok"}'
+
+
+@pytest.mark.django_db
+def test_llm_mode_needs_an_llm_endpoint(tiny_file, tmp_path, settings):
+    settings.LLM_BASE_URL = ""
+    with pytest.raises(CommandError, match="LLM_BASE_URL"):
+        run_eval(tmp_path, "--data", str(tiny_file), "--llm", "openai")
