@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from memory.roles import PERMISSIONS, memberships_for
@@ -20,4 +20,6 @@ def home(request: HttpRequest) -> HttpResponse:
         for m in memberships
     ]
     end_user = None if memberships else end_user_for_account(request.user)
+    if end_user is not None:
+        return redirect("chat:index")  # an end user's home is the chat
     return render(request, "dashboard/home.html", {"tenants": tenants, "end_user": end_user})

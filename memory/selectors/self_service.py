@@ -60,6 +60,15 @@ class MemoryUsed:
     def count(self) -> int:
         return bool(self.profile) + len(self.facts) + len(self.topics) + len(self.pages) + self.recent_turns
 
+    @property
+    def summary(self) -> str:
+        """In words, e.g. "your profile, 2 facts, 1 topic, 3 earlier turns"."""
+        parts = ["your profile"] if self.profile else []
+        counted = [(len(self.facts), "fact"), (len(self.topics), "topic"), (len(self.pages), "earlier turn")]
+        counted.append((self.recent_turns, "recent turn"))
+        parts += [f"{n} {noun}{'' if n == 1 else 's'}" for n, noun in counted if n]
+        return ", ".join(parts) or "nothing"
+
 
 def _used_ids(used: dict) -> tuple[set[int], set[int], set[int], set[int]]:
     pages = {p["id"] for p in used.get("pages", [])} | set(used.get("pinned_page_ids", []))

@@ -21,7 +21,7 @@
     if (event.detail.elt !== form) return;
     var text = form.querySelector("textarea").value;
     var pending = document.createElement("li");
-    pending.className = "turn turn-pending";
+    pending.className = "chat-turn chat-turn-pending";
     pending.id = "turn-pending";
     var user = document.createElement("div");
     user.className = "bubble bubble-user";
@@ -39,11 +39,13 @@
     pending.scrollIntoView({ block: "end" });
   });
 
-  document.addEventListener("htmx:afterRequest", function (event) {
-    if (event.detail.elt && event.detail.elt.id === "composer") {
+  // The answer replaces the placeholder: drop it before the swap, or when the request failed. (The only request
+  // on the chat page is the composer's; after the swap its old form is out of the page and its events are lost.)
+  ["htmx:beforeSwap", "htmx:sendError", "htmx:responseError"].forEach(function (name) {
+    document.addEventListener(name, function () {
       var pending = document.getElementById("turn-pending");
       if (pending) pending.remove();
-    }
+    });
   });
 
   document.addEventListener("htmx:afterSettle", function () {
@@ -55,7 +57,7 @@
     var form = composer();
     if (!form) return;
     var target = (location.hash && document.getElementById(location.hash.slice(1))) ||
-      document.querySelector("#conversation > .turn:last-child");
+      document.querySelector("#conversation > .chat-turn:last-child");
     if (target) target.scrollIntoView({ block: "end" });
     form.querySelector("textarea").focus();
   });

@@ -63,7 +63,7 @@ def test_the_conversation_shows_each_turn_and_what_each_reply_used(offline, logg
 
     assert "An imported turn." in body and "With no chat reply." in body
     assert body.count('<details class="memory-used">') == 1
-    assert "Memory used · 4 items" in body
+    assert "Memory used: 1 fact, 1 topic, 1 earlier turn, 1 recent turn" in body
     assert "<li>Alice is vegetarian.</li>" in body
     assert "<li>Lisbon holiday vegetarian food</li>" in body
     assert ": you said “Vegetarian food in Lisbon?”" in body
@@ -105,7 +105,7 @@ def test_sending_with_htmx_returns_only_the_new_turn_and_a_fresh_form(offline, l
     body = response.content.decode()
     page = Page.objects.get()
     assert response.status_code == 200 and "<html" not in body
-    assert f'<li class="turn" id="turn-{page.id}">' in body and "Hello Ava" in body
+    assert f'<li class="chat-turn" id="turn-{page.id}">' in body and "Hello Ava" in body
     assert '<details class="memory-used">' in body
     assert 'id="composer"' in body and 'hx-swap-oob="true"' in body
     assert key_in(body) != "a" * 32
@@ -151,7 +151,7 @@ def test_a_double_submit_answers_once(offline, logged_in):
 
     assert again.status_code == 302 and again["Location"] == "/chat/ava/"
     body = again_htmx.content.decode()
-    assert "That message was already answered." in body and 'class="turn"' not in body
+    assert "That message was already answered." in body and 'class="chat-turn"' not in body
     assert Page.objects.count() == 1
 
 

@@ -165,3 +165,13 @@ def test_a_message_is_stored_as_sent_with_its_reply_in_one_page(llm, alice, assi
     assert page.user_message == "Line one\nline two <b>bold</b>"
     assert page.assistant_reply == "Padded reply."
     assert page.seq == 2
+
+
+def test_offline_the_reply_mentions_turns_of_this_conversation_on_the_same_subject(offline, alice, assistant, space):
+    said(space, "My left knee aches after long runs.")
+    said(space, "I bake bread on Sundays.")
+
+    result = send(alice, assistant, "What should I do about my knee?")
+
+    assert "- Earlier in this conversation you said: “My left knee aches after long runs.”" in result.text
+    assert "bread" not in result.text

@@ -22,14 +22,12 @@ def test_an_operator_sees_their_tenants_and_roles(client, supervisor_user, other
     assert "Globex" not in body
 
 
-def test_an_end_user_is_told_the_chat_is_coming(client, alice):
+def test_an_end_user_is_sent_to_the_chat(client, alice):
     client.force_login(alice.account)
 
-    body = client.get("/").content.decode()
+    response = client.get("/")
 
-    assert "Hello, Alice" in body
-    assert "chat with the assistant is coming soon" in body
-    assert "Your tenants" not in body
+    assert response.status_code == 302 and response["Location"] == "/chat/"
 
 
 def test_someone_with_no_role_and_no_profile_is_told_whom_to_ask(client, db):
