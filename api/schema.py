@@ -68,7 +68,8 @@ def add_error_responses(result: dict, generator, request, public) -> dict:
             errors = ERRORS | (BODY_ERRORS if method in ("post", "patch", "put") else {})
             errors |= CHAT_ERRORS if operation.get("operationId") == "chat" else {}
             for status, description in errors.items():
-                responses.setdefault(
-                    status, {"description": description, "content": {"application/json": {"schema": reference}}}
-                )
+                responses.setdefault(status, {"description": description})
+            for status, response in responses.items():
+                if int(status) >= 400:
+                    response["content"] = {"application/json": {"schema": reference}}
     return result

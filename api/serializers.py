@@ -433,7 +433,7 @@ class ExportJobOut(serializers.ModelSerializer):
             "download_url",
         ]
 
-    @extend_schema_field(OpenApiTypes.STR)
+    @extend_schema_field(serializers.URLField(allow_null=True))
     def get_download_url(self, job: ExportJob) -> str | None:
         if job.status != "done":
             return None

@@ -14,11 +14,19 @@ from memory.models import HeatSample, KnowledgeEntry, Page, ProfileVersion, Segm
 from memory.models.tiers import HeatEvent, KnowledgeKind, Tier
 from memory.services.api_tokens import api_token_create
 from memory.services.audit import Actor
+from memory.services.gdpr import user_erase
+from memory.services.gdpr_export import export_build, export_request
 from memory.services.promotion import text_hash
+from memory.services.tenancy import end_user_create
 from memory.services.turns import space_get_or_create, turn_record
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 ALL_SCOPES = "read,write,govern"
+
+
+@pytest.fixture(autouse=True)
+def exports_in_a_temporary_folder(settings, tmp_path):
+    settings.EXPORT_DIR = tmp_path / "exports"
 
 
 @pytest.fixture(autouse=True)
@@ -143,3 +151,22 @@ def error_of(response) -> dict:
     assert set(body["error"]) == {"code", "message", "fields"}, body
     assert isinstance(body["error"]["message"], str) and body["error"]["message"]
     return body["error"]
+
+
+@pytest.fixture
+def ids(memory, alice, tenant) -> dict:
+    """Ids and external ids of one object of each kind in Acme, to address every route with."""
+    gone = end_user_create(tenant=tenant, external_id="gone")
+    receipt = user_erase(end_user=gone, actor=Actor.system("test"), legal_basis="test", dry_run=False).receipt
+    job = export_request(end_user=alice, actor=Actor.system("test"))
+    export_build(job_id=job.pk)
+    return {
+        "user": "alice",
+        "assistant": "ava",
+        "page": memory.mtm_page.pk,
+        "segment": memory.segment.pk,
+        "knowledge": memory.knowledge.pk,
+        "profile": memory.profile.pk,
+        "receipt": receipt.pk,
+        "export": job.pk,
+    }

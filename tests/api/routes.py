@@ -1,0 +1,75 @@
+"""Every route of the API with the scope it needs and a valid body: the tables the scope and tenant tests walk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str  # with {page}, {segment}, {knowledge}, {profile}, {receipt}, {export}, {user}, {assistant}
+    scope: str
+    body: dict = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.method} {self.path}"
+
+    def url(self, ids: dict) -> str:
+        return "/api/v1/" + self.path.format(**ids)
+
+    @property
+    def addresses_an_object(self) -> bool:
+        return "{" in self.path
+
+
+REASON = {"reason": "The customer asked"}
+
+ROUTES = [
+    Route(
+        "post", "turns/", "write", {"user": "alice", "assistant": "ava", "user_message": "a", "assistant_reply": "b"}
+    ),
+    Route("post", "retrieve/", "read", {"user": "alice", "assistant": "ava", "query": "beagle"}),
+    Route("post", "chat/", "write", {"user": "alice", "assistant": "ava", "message": "hello"}),
+    Route("get", "users/", "read"),
+    Route("post", "users/", "write", {"external_id": "zoe"}),
+    Route("get", "users/{user}/", "read"),
+    Route("post", "users/{user}/deactivate/", "write", REASON),
+    Route("post", "users/{user}/activate/", "write", REASON),
+    Route("post", "users/{user}/memory-pause/", "write", {"assistant": "ava", "paused": True} | REASON),
+    Route("get", "users/{user}/profile/", "read"),
+    Route("post", "users/{user}/profile/", "write", {"text": "Likes dogs."} | REASON),
+    Route("get", "users/{user}/export/", "govern"),
+    Route("post", "users/{user}/export/", "govern"),
+    Route("post", "users/{user}/erasure/", "govern", {"dry_run": True, "reason": "Asked to be forgotten"}),
+    Route("get", "assistants/", "read"),
+    Route("post", "assistants/", "write", {"external_id": "max", "name": "Max"}),
+    Route("get", "assistants/{assistant}/", "read"),
+    Route("post", "assistants/{assistant}/deactivate/", "write", REASON),
+    Route("post", "assistants/{assistant}/activate/", "write", REASON),
+    Route("get", "pages/", "read"),
+    Route("get", "pages/{page}/", "read"),
+    Route("patch", "pages/{page}/", "write", {"pinned": True} | REASON),
+    Route("post", "pages/{page}/forget/", "write", REASON),
+    Route("get", "segments/", "read"),
+    Route("get", "segments/{segment}/", "read"),
+    Route("patch", "segments/{segment}/", "write", {"locked": True} | REASON),
+    Route("post", "segments/{segment}/forget/", "write", REASON),
+    Route("get", "segments/{segment}/heat/", "read"),
+    Route("get", "knowledge/", "read"),
+    Route("get", "knowledge/{knowledge}/", "read"),
+    Route("patch", "knowledge/{knowledge}/", "write", {"text": "Alice has two beagles."} | REASON),
+    Route("post", "knowledge/{knowledge}/forget/", "write", REASON),
+    Route("get", "profile-versions/", "read"),
+    Route("get", "profile-versions/{profile}/", "read"),
+    Route("patch", "profile-versions/{profile}/", "write", {"locked": True} | REASON),
+    Route("post", "profile-versions/{profile}/forget/", "write", REASON),
+    Route("get", "audit/", "govern"),
+    Route("get", "erasure-receipts/", "govern"),
+    Route("get", "erasure-receipts/{receipt}/", "govern"),
+    Route("get", "exports/{export}/", "govern"),
+    Route("get", "exports/{export}/download/", "govern"),
+]
+
+SCOPES = ("read", "write", "govern")

@@ -1,0 +1,76 @@
+"""POST /api/v1/retrieve/: what memory holds for a query, with scores, and optionally the prompt; no LLM call."""
+
+from __future__ import annotations
+
+from memory.models import AuditEntry, Segment
+from tests.api.conftest import error_of
+
+URL = "/api/v1/retrieve/"
+
+
+def ask(api, query: str = "How is my beagle Biscuit?", **extra):
+    return api.post(URL, {"user": "alice", "assistant": "ava", "query": query} | extra, format="json")
+
+
+def test_it_returns_every_tier_with_scores(api, memory):
+    body = ask(api).json()
+
+    assert {"short_term", "pages", "profile", "knowledge"} <= set(body)
+    assert [p["id"] for p in body["short_term"]] == [memory.stm_page.pk]
+    assert [p["id"] for p in body["pages"]] == [memory.mtm_page.pk]
+    page = body["pages"][0]
+    assert set(page) >= {"id", "score", "text"} and page["score"] > 0
+    assert "Biscuit" in page["text"] and page["segment_id"] == memory.segment.pk
+    assert body["profile"]["text"] == "Alice owns a beagle."
+    assert [(k["id"], k["kind"]) for k in body["knowledge"]] == [(memory.knowledge.pk, "user")]
+    assert body["knowledge"][0]["score"] > 0
+    assert body["segments"][0]["id"] == memory.segment.pk
+    assert "prompt" not in body
+
+
+def test_it_counts_a_visit_to_the_segments_that_supplied_pages(api, memory):
+    ask(api)
+
+    assert Segment.objects.get().n_visit == 1
+
+
+def test_record_visits_false_leaves_heat_alone(api, memory):
+    ask(api, record_visits=False)
+
+    assert Segment.objects.get().n_visit == 0
+
+
+def test_the_read_is_audited_with_the_token_as_actor(api, memory):
+    ask(api)
+
+    entry = AuditEntry.objects.filter(action="memory.read").get()
+    assert entry.actor_kind == "api_token" and entry.end_user == memory.mtm_page.space.end_user
+    assert entry.detail == {"what": "api retrieve"}
+
+
+def test_it_can_include_the_assembled_prompt(api, memory):
+    body = ask(api, include_prompt=True).json()
+
+    assert "<memory>" in body["prompt"] and "Biscuit" in body["prompt"]
+    assert body["prompt"].rstrip().endswith("How is my beagle Biscuit?")
+
+
+def test_pinned_knowledge_is_always_included(api, memory):
+    api.patch(f"/api/v1/knowledge/{memory.knowledge.pk}/", {"pinned": True, "reason": "key fact"}, format="json")
+
+    body = ask(api, query="").json()
+
+    assert [(k["id"], k["pinned"], k["score"]) for k in body["knowledge"]] == [(memory.knowledge.pk, True, None)]
+
+
+def test_an_unknown_user_or_assistant_is_not_found(api, memory):
+    assert ask(api).status_code == 200
+    assert api.post(URL, {"user": "nobody", "assistant": "ava", "query": "x"}, format="json").status_code == 404
+    assert api.post(URL, {"user": "alice", "assistant": "nobody", "query": "x"}, format="json").status_code == 404
+
+
+def test_a_missing_query_is_a_validation_error(api, memory):
+    response = api.post(URL, {"user": "alice", "assistant": "ava"}, format="json")
+
+    assert response.status_code == 400
+    assert list(error_of(response)["fields"]) == ["query"]

@@ -1,0 +1,56 @@
+"""The OpenAPI document and the interactive docs, served offline (Swagger UI's files come from static, not a CDN)."""
+
+from __future__ import annotations
+
+import re
+
+from django.contrib.staticfiles import finders
+
+
+def test_the_schema_is_an_openapi_3_document_anyone_can_fetch(client, db):
+    response = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+
+    assert response.status_code == 200
+    schema = response.json()
+    assert schema["openapi"].startswith("3.")
+    assert {"/api/v1/turns/", "/api/v1/retrieve/", "/api/v1/chat/", "/api/v1/pages/{id}/"} <= set(schema["paths"])
+    assert schema["components"]["securitySchemes"]["bearerAuth"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "`Authorization: Bearer mos_...`",
+    }
+
+
+def test_the_contract_fields_are_documented(client, db):
+    schemas = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()["components"][
+        "schemas"
+    ]
+
+    assert set(schemas["TurnOut"]["properties"]) == {"page_id", "queued_updating"}
+    assert {"short_term", "pages", "profile", "knowledge"} <= set(schemas["RetrieveOut"]["properties"])
+    assert {"id", "score", "text"} <= set(schemas["RetrievedPageOut"]["properties"])
+    assert {"reply", "memory_used"} <= set(schemas["ChatOut"]["properties"])
+    assert set(schemas["Error"]["properties"]["error"]["properties"]) == {"code", "message", "fields"}
+
+
+def test_every_operation_documents_the_error_shape(client, db):
+    schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            for status in ("400", "401", "403", "404", "429"):
+                content = operation["responses"][status]["content"]["application/json"]["schema"]
+                assert content == {"$ref": "#/components/schemas/Error"}, (method, path, status)
+
+
+def test_the_docs_page_loads_swagger_ui_from_our_own_static_files(client, db):
+    response = client.get("/api/v1/docs/")
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "/api/v1/schema/" in html
+    assert not re.search(r"https?://(?!127\.0\.0\.1|localhost|testserver)", html.replace("http://www.w3.org", ""))
+    assets = re.findall(r'(?:src|href)="/static/([^"]+)"', html)
+    assert any(asset.endswith("swagger-ui-bundle.js") for asset in assets)
+    for asset in assets:
+        assert finders.find(asset), asset
