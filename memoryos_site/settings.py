@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from pathlib import Path
 
@@ -96,9 +97,12 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "memory",
     "chat",
     "dashboard",
+    "api",
 ]
 
 MIDDLEWARE = [
@@ -259,3 +263,55 @@ EXPORT_DIR = Path(env_str("EXPORT_DIR", str(VAR_DIR / "exports")))
 EXPORT_LINK_TTL_HOURS = env_int("EXPORT_LINK_TTL_HOURS", 24)
 if EXPORT_LINK_TTL_HOURS < 1:
     raise ImproperlyConfigured("EXPORT_LINK_TTL_HOURS must be at least 1")
+
+# --- REST API (api/): tokens, rate limit, OpenAPI -----------------------------------------------------------------
+# Requests per token (or per operator session) and period (s, min, hour, day); empty: no limit.
+API_RATE_LIMIT = env_str("API_RATE_LIMIT", "120/min")
+if API_RATE_LIMIT and not re.fullmatch(r"[1-9][0-9]*/(s|sec|m|min|h|hour|d|day)", API_RATE_LIMIT):
+    raise ImproperlyConfigured(f"API_RATE_LIMIT must look like 120/min, not {API_RATE_LIMIT!r}")
+# The rate limit counts in Django's cache: per process by default; CACHE_URL=redis://host:6379/1 shares the count
+# between gunicorn workers and machines (use it in production).
+CACHE_URL = env_str("CACHE_URL")
+if CACHE_URL and not CACHE_URL.startswith(("redis://", "rediss://")):
+    raise ImproperlyConfigured(f"CACHE_URL must be a redis:// URL, not {CACHE_URL!r}")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    if CACHE_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "memoryos"}
+}
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "api.authentication.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",  # the dashboard's own calls, with CSRF
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["api.permissions.HasScope"],
+    "DEFAULT_THROTTLE_CLASSES": ["api.throttling.TokenRateThrottle"],
+    "DEFAULT_PAGINATION_CLASS": "api.pagination.ApiPagination",
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "api.negotiation.JsonFallbackNegotiation",
+    "DEFAULT_SCHEMA_CLASS": "api.schema.ApiAutoSchema",
+    "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "MemoryOS API",
+    "DESCRIPTION": "Memory for AI agents: record turns, retrieve memory, chat, govern. "
+    "Send `Authorization: Bearer <token>` (python manage.py api_token_create).",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "api.schema.add_error_responses",
+    ],
+    "PATH_CONVERTER_OVERRIDES": {
+        "item_id": {"type": "integer", "minimum": 1, "maximum": 999999999999999999},
+        "external_id": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.@:+-]{0,127}$", "maxLength": 128},
+    },
+    # Swagger UI's files come from the drf-spectacular-sidecar package through static files, not a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
