@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 
 from chat.services import InvalidMessage, message_check
+from memory.services.governance import MAX_MEMORY_TEXT
 
 
 def new_idempotency_key() -> str:
@@ -38,7 +39,7 @@ class MessageForm(forms.Form):
 class KnowledgeCorrectionForm(forms.Form):
     text = forms.CharField(
         label="Correct this fact",
-        max_length=4000,
+        max_length=MAX_MEMORY_TEXT,
         widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={"required": "Write the corrected fact, or delete it instead."},
     )

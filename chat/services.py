@@ -67,7 +67,11 @@ class ReplyResult:
 
 
 def message_check(message: str) -> str:
-    """The message as sent; raises InvalidMessage when it is empty, too long or not text."""
+    """The message as sent; raises InvalidMessage when it is empty, too long or not text.
+
+    turn_record checks the same limits, but only after the reply is generated, and in words for developers; this
+    refuses before anything is claimed or generated, in words for the end user.
+    """
     if not isinstance(message, str) or not message.strip():
         raise InvalidMessage("Write a message first.")
     limit = settings.MEMORY_MESSAGE_MAX_CHARS
