@@ -39,6 +39,14 @@ def assistant_of(tenant: Tenant, external_id: str) -> Assistant:
     return _one(Assistant.objects.filter(tenant=tenant, external_id=external_id), "assistant")
 
 
+def end_user_exists(tenant: Tenant, external_id: str) -> bool:
+    return EndUser.objects.filter(tenant=tenant, external_id=external_id).exists()
+
+
+def assistant_exists(tenant: Tenant, external_id: str) -> bool:
+    return Assistant.objects.filter(tenant=tenant, external_id=external_id).exists()
+
+
 def end_user_list(tenant: Tenant, *, active: bool | None = None) -> QuerySet[EndUser]:
     users = EndUser.objects.filter(tenant=tenant).order_by("external_id")
     return users if active is None else users.filter(is_active=active)

@@ -156,7 +156,10 @@ class ChatView(ApiView):
     def post(self, request):
         data = self.valid(serializers.ChatIn)
         key = idempotency_key(request)
-        run = lambda: self._reply(data, key or f"api-{uuid.uuid4()}")  # noqa: E731
+
+        def run() -> Outcome:
+            return self._reply(data, key or f"api-{uuid.uuid4()}")  # the chat keys every reply
+
         return idempotent(tenant=self.tenant, endpoint="chat", key=key, data=data, run=run, atomic=False)
 
     def _reply(self, data: dict, key: str) -> Outcome:

@@ -9,7 +9,6 @@ from rest_framework.response import Response
 
 from api import selectors, serializers
 from api.views.base import ApiListView, ApiView
-from memory.models import Assistant, EndUser
 from memory.services.governance import memory_pause_set
 from memory.services.tenancy import assistant_create, assistant_set_active, end_user_create, end_user_set_active
 from memory.services.turns import space_get_or_create
@@ -36,7 +35,7 @@ class EndUsersView(ApiListView):
     )
     def post(self, request):
         data = self.valid(serializers.EndUserIn)
-        existed = EndUser.objects.filter(tenant=self.tenant, external_id=data["external_id"]).exists()
+        existed = selectors.end_user_exists(self.tenant, data["external_id"])
         end_user = end_user_create(tenant=self.tenant, **data)
         code = status.HTTP_200_OK if existed else status.HTTP_201_CREATED
         return Response(serializers.EndUserOut(end_user).data, status=code)
@@ -103,7 +102,7 @@ class AssistantsView(ApiListView):
     )
     def post(self, request):
         data = self.valid(serializers.AssistantIn)
-        existed = Assistant.objects.filter(tenant=self.tenant, external_id=data["external_id"]).exists()
+        existed = selectors.assistant_exists(self.tenant, data["external_id"])
         assistant = assistant_create(
             tenant=self.tenant, external_id=data["external_id"], name=data["name"], persona=data.get("persona") or None
         )

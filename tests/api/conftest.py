@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-import numpy as np
 import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
@@ -87,11 +86,6 @@ class Memory:
     profile: ProfileVersion
 
 
-def unit(seed: int, dimension: int = 256) -> np.ndarray:
-    vector = np.random.default_rng(seed).random(dimension).astype(np.float32)
-    return vector / np.linalg.norm(vector)
-
-
 @pytest.fixture
 def memory(alice, assistant, embedder) -> Memory:
     """Alice's memory, built with the real turn service and the engine's models (as updating would leave them)."""
@@ -103,10 +97,13 @@ def memory(alice, assistant, embedder) -> Memory:
         assistant_reply="Biscuit is a lovely name for a beagle!",
         at=T0,
     )
-    stm_page = turn_record(
-        end_user=alice, assistant=assistant, user_message="Any tips for rainy walks?", assistant_reply="A raincoat.",
+    later = turn_record(
+        end_user=alice,
+        assistant=assistant,
+        user_message="Any tips for rainy walks?",
+        assistant_reply="A raincoat.",
         at=T0 + timedelta(minutes=5),
-    ).page  # fmt: skip
+    )
     segment = Segment.objects.create(
         space=space,
         summary="Alice's beagle Biscuit",
@@ -141,7 +138,7 @@ def memory(alice, assistant, embedder) -> Memory:
     knowledge.source_pages.add(mtm_page)
     profile = ProfileVersion.objects.create(end_user=alice, number=1, text="Alice owns a beagle.")
     mtm_page.refresh_from_db()
-    return Memory(stm_page=stm_page, mtm_page=mtm_page, segment=segment, knowledge=knowledge, profile=profile)
+    return Memory(stm_page=later.page, mtm_page=mtm_page, segment=segment, knowledge=knowledge, profile=profile)
 
 
 def error_of(response) -> dict:

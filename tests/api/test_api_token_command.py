@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from memory.models import ApiToken
+from memory.services.api_tokens import api_token_authenticate
+from memory.services.tenancy import tenant_create
 from tests.api.conftest import client_for
+from tests.foundation.processes import child_env, database_url_for_children, manage
 
 
 def create(*args: str) -> str:
@@ -56,3 +60,15 @@ def test_bad_arguments_fail_with_a_clear_error_and_no_token(tenant, args, messag
     with pytest.raises(CommandError, match=message):
         create(*args)
     assert not ApiToken.objects.exists()
+
+
+@pytest.mark.slow
+def test_run_as_a_process_its_stdout_is_the_token_alone(transactional_db):
+    tenant_create(slug="demo", name="Demo")
+    env = child_env(DATABASE_URL=database_url_for_children())
+
+    result = manage("api_token_create", "--tenant", "demo", "--scopes", "read,write,govern", env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert re.fullmatch(r"mos_[0-9a-f]{12}_[A-Za-z0-9_-]{43}\n", result.stdout), result.stdout
+    assert api_token_authenticate(raw=result.stdout.strip()).tenant.slug == "demo"
