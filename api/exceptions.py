@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from rest_framework import exceptions, status
@@ -23,6 +24,12 @@ from memory.services.turns import InvalidTurn
 log = logging.getLogger(__name__)
 
 CODES = {"invalid": "validation_error", "error": "server_error"}
+
+
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "The request body is too large."
+    default_code = "payload_too_large"
 
 
 class Conflict(exceptions.APIException):
@@ -48,6 +55,10 @@ def _flatten(errors, prefix: str = "") -> dict[str, list[str]]:
 def _as_api_exception(exc: Exception) -> exceptions.APIException | None:
     if isinstance(exc, exceptions.APIException):
         return exc
+    if isinstance(exc, RequestDataTooBig):
+        return PayloadTooLarge()
+    if isinstance(exc, SuspiciousOperation):
+        return exceptions.ParseError("The request is malformed.")
     if isinstance(exc, Http404):
         return exceptions.NotFound(*exc.args)
     if isinstance(exc, DjangoPermissionDenied):

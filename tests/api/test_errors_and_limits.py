@@ -93,3 +93,13 @@ def test_an_unexpected_error_is_a_structured_500(api, tenant, monkeypatch):
 
     assert response.status_code == 500
     assert error_of(response) == {"code": "server_error", "message": "Something went wrong on our side.", "fields": {}}
+
+
+def test_a_body_past_the_upload_limit_is_a_structured_413(api, tenant, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    body = b'{"user": "alice", "assistant": "ava", "user_message": "' + b"x" * 2000 + b'", "assistant_reply": "b"}'
+
+    response = api.post("/api/v1/turns/", body, content_type="application/json")
+
+    assert response.status_code == 413
+    assert error_of(response)["code"] == "payload_too_large"
