@@ -44,7 +44,9 @@ def database_url_for_children() -> str:
 
 
 def child_env(**overrides: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "PORT"}}
+    # DJANGO_ALLOW_ASYNC_UNSAFE is set for the browser tests' event loop; a child process must not inherit it
+    dropped = {"DATABASE_URL", "CELERY_BROKER_URL", "PORT", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(DJANGO_SETTINGS_MODULE="memoryos_site.settings", PYTHONUNBUFFERED="1")
     env.update(overrides)
     return env

@@ -20,7 +20,11 @@ PROBE = (
 
 
 def manage(var_dir: Path, *args: str, background: bool = False):
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "CELERY_BROKER_URL"}}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+    }
     env["MEMORYOS_VAR_DIR"] = str(var_dir)
     command = [sys.executable, "manage.py", *args]
     if background:
