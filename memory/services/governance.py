@@ -7,12 +7,22 @@ text that quotes it; its audit entry keeps who, when, why and what kind of item,
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from django.db import transaction
 from django.db.models import Q
 
-from memory.models import EndUser, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
+from memory.models import (
+    ChatReply,
+    EndUser,
+    IdempotentRequest,
+    KnowledgeEntry,
+    MemorySpace,
+    Page,
+    ProfileVersion,
+    Segment,
+)
 from memory.models.tiers import ProfileAuthor
 from memory.offline import split_sentences
 from memory.retrieval import segment_central_summary
@@ -200,16 +210,34 @@ def _scrub(space: MemorySpace, quotes: list[str], report: ForgetReport, page_ids
         if len(kept) != len(version.text.splitlines()):
             ProfileVersion.objects.filter(pk=version.pk).update(text="\n".join(kept) or "(removed)")
             report.scrubbed_texts += 1
-    for page in Page.objects.filter(space=space).only("id", "chain_summary", "topic_summary"):
+    for page in Page.objects.filter(space=space).exclude(pk__in=page_ids):
         fields = {f: "" for f in ("chain_summary", "topic_summary") if any(q in getattr(page, f) for q in quotes)}
+        for field in ("user_message", "assistant_reply"):  # later turns that quoted it, e.g. replies from memory
+            redacted = _redact(getattr(page, field), quotes)
+            if redacted != getattr(page, field):
+                fields[field] = redacted
         if fields:
             Page.objects.filter(pk=page.pk).update(**fields)
             report.scrubbed_texts += 1
+    for reply in ChatReply.objects.filter(space=space).exclude(page_id__in=page_ids):
+        redacted = _redact(reply.user_message, quotes)
+        if redacted != reply.user_message:
+            ChatReply.objects.filter(pk=reply.pk).update(user_message=redacted)
+            report.scrubbed_texts += 1
+    stored = IdempotentRequest.objects.filter(end_user=end_user).only("id", "response")
+    quoting_responses = [r.pk for r in stored if any(q in json.dumps(r.response) for q in quotes)]
+    report.scrubbed_texts += IdempotentRequest.objects.filter(pk__in=quoting_responses).delete()[0]
     for segment in Segment.objects.filter(space=space).only("id", "summary", "embedding"):
         if any(q in segment.summary for q in quotes):
             replacement = _central_summary(segment) or "(summary removed)"
             Segment.objects.filter(pk=segment.pk).update(summary=replacement)
             report.scrubbed_texts += 1
+
+
+def _redact(text: str, quotes: list[str]) -> str:
+    for quote in quotes:
+        text = text.replace(quote, "[forgotten]")
+    return text
 
 
 def _central_summary(segment: Segment) -> str | None:

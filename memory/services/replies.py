@@ -5,7 +5,11 @@ The chat's generation loop (chat.services.reply_generate) calls these; it never 
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import ChatReply, MemorySpace, Page, ReplyStatus
@@ -26,11 +30,14 @@ def chat_reply_claim(*, space: MemorySpace, idempotency_key: str, user_message: 
             ), True
     except IntegrityError:
         pass  # the key is taken: a double submit, a retry or a race with another request
-    retried = ChatReply.objects.filter(space=space, idempotency_key=idempotency_key, status=ReplyStatus.FAILED).update(
-        status=ReplyStatus.PENDING,
-        user_message=user_message,
-        error="",
-        completed_at=None,
+    # a failed reply may be retried; so may one left pending by a process that died (older than any attempt can
+    # take); created_at restarts with the new attempt so that exactly one caller wins the conditional UPDATE
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.LLM_TIMEOUT * (settings.LLM_MAX_RETRIES + 1) + 60)
+    retried = (
+        ChatReply.objects.filter(space=space, idempotency_key=idempotency_key)
+        .filter(Q(status=ReplyStatus.FAILED) | Q(status=ReplyStatus.PENDING, created_at__lt=stale))
+        .update(status=ReplyStatus.PENDING, user_message=user_message, error="", completed_at=None, created_at=now)
     )
     reply = ChatReply.objects.get(space=space, idempotency_key=idempotency_key)
     return reply, retried == 1

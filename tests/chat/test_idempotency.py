@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
 import pytest
 from django.db import connection
@@ -36,6 +37,17 @@ def test_a_submit_while_the_first_is_still_being_answered_is_told_so(llm, alice,
 
     assert result.replayed and result.pending and result.text == ""
     assert fake.calls == [] and not Page.objects.exists()
+
+
+def test_a_reply_left_pending_by_a_dead_process_can_be_retried_once_it_is_stale(llm, alice, assistant, space):
+    llm("Hello again!")
+    reply, _ = chat_reply_claim(space=space, idempotency_key="key-1", user_message="Hello!")
+    ChatReply.objects.filter(pk=reply.pk).update(created_at=reply.created_at - timedelta(hours=1))
+
+    result = send(alice, assistant, "Hello!")
+
+    assert result.done and result.text == "Hello again!"
+    assert Page.objects.count() == 1
 
 
 def test_different_keys_are_different_turns(offline, alice, assistant):

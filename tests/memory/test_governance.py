@@ -155,6 +155,15 @@ def test_forgetting_a_page_removes_it_and_every_text_that_quotes_it(space, promo
     assert Segment.objects.get().summary == "Green tea in the morning."
 
 
+def test_forgetting_a_page_redacts_later_turns_that_quoted_it(space, promoted):
+    later = Page.objects.create(
+        space=space, seq=3, user_message="What did I tell you?", assistant_reply=f"You said: {SECRET}", at=T0
+    )
+    page_forget(page=promoted, actor=OPERATOR, reason="user asked")
+    later.refresh_from_db()
+    assert "4417" not in later.assistant_reply and "[forgotten]" in later.assistant_reply
+
+
 def test_the_forget_audit_keeps_who_why_and_what_kind_not_the_content(space, promoted):
     knowledge_edit(
         entry=KnowledgeEntry.objects.filter(text__contains="4417").first(), text=SECRET, actor=OPERATOR, reason="r"
