@@ -9,6 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from memory.evaluation.benchfakes import BenchLLM
+from memory.evaluation.locomo_eval import QuestionMemo
 from memory.llm import use_llm
 from memory.models import Page, Segment, Tenant
 
@@ -193,3 +194,14 @@ def test_llm_mode_needs_an_llm_endpoint(tiny_file, tmp_path, settings):
     settings.LLM_BASE_URL = ""
     with pytest.raises(CommandError, match="LLM_BASE_URL"):
         run_eval(tmp_path, "--data", str(tiny_file), "--llm", "openai")
+
+
+def test_a_question_is_embedded_once_for_both_systems(embedder):
+    memo = QuestionMemo(embedder)
+    first = memo.embed(["What breed is Rex?"])
+    again = memo.embed(["What breed is Rex?"])  # what retrieve() asks for right after
+    assert embedder.calls == 1
+    assert (first == again).all() and again.shape == (1, embedder.dimension)
+    memo.embed(["Another question?"])
+    assert embedder.calls == 2
+    assert (memo.name, memo.dimension) == (embedder.name, embedder.dimension)  # the store's guard accepts it
