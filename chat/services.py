@@ -106,6 +106,8 @@ def reply_generate(
     and InvalidTurn when the user and assistant belong to different tenants.
     """
     message, idempotency_key = message_check(message), _key_check(idempotency_key)
+    if not (end_user.is_active and assistant.is_active):
+        raise InvalidMessage("This conversation is closed: the account or the assistant has been deactivated.")
     space = space_get_or_create(end_user=end_user, assistant=assistant)
     reply, claimed = chat_reply_claim(space=space, idempotency_key=idempotency_key, user_message=message)
     if not claimed:

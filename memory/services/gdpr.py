@@ -182,7 +182,9 @@ def _querysets(end_user: EndUser) -> dict[str, object]:
 
 
 def _sessions_of(user_id: int) -> list[str]:
-    return [s.session_key for s in Session.objects.all() if s.get_decoded().get("_auth_user_id") == str(user_id)]
+    """Live sessions of a login account (expired ones are unusable and purged by clearsessions)."""
+    live = Session.objects.filter(expire_date__gt=timezone.now())
+    return [s.session_key for s in live.iterator() if s.get_decoded().get("_auth_user_id") == str(user_id)]
 
 
 def erasure_counts(*, end_user: EndUser) -> dict[str, int]:

@@ -64,6 +64,10 @@ def turn_record(
     and STM never exceeds capacity. Evicted pages are handed to `stm_overflow_task` after commit (or dropped, with
     an event, while the user has paused memory).
     """
+    if not end_user.is_active:
+        raise InvalidTurn("the end user is deactivated")
+    if not assistant.is_active:
+        raise InvalidTurn("the assistant is deactivated")
     _checked_text("user_message", user_message)
     _checked_text("assistant_reply", assistant_reply)
     at = at or timezone.now()

@@ -97,3 +97,11 @@ def test_an_end_user_cannot_talk_to_another_tenants_assistant(offline, stranger,
         send(stranger, assistant, "Hello")
 
     assert not ChatReply.objects.exists()
+
+
+def test_a_deactivated_assistant_answers_nothing_and_stores_nothing(offline, alice, assistant):
+    type(assistant).objects.filter(pk=assistant.pk).update(is_active=False)
+    assistant.refresh_from_db()
+    with pytest.raises(InvalidMessage, match="deactivated"):
+        reply_generate(end_user=alice, assistant=assistant, message="Hello", idempotency_key="k")
+    assert not Page.objects.exists()

@@ -113,3 +113,15 @@ def test_twenty_concurrent_turns_for_one_user_give_twenty_pages_in_order_and_not
     assert sorted(p.user_message for p in pages) == sorted(f"concurrent {i}" for i in range(20))
     assert Page.objects.filter(space=space, tier=Tier.SHORT_TERM).count() == 7
     assert Page.objects.filter(space=space, tier=Tier.MID_TERM).count() == 13
+
+
+def test_a_deactivated_user_or_assistant_records_no_turn(space):
+    type(space.end_user).objects.filter(pk=space.end_user_id).update(is_active=False)
+    space.end_user.refresh_from_db()
+    with pytest.raises(InvalidTurn, match="end user is deactivated"):
+        record(space, "hello")
+    space.end_user.is_active = True
+    space.assistant.is_active = False
+    with pytest.raises(InvalidTurn, match="assistant is deactivated"):
+        record(space, "hello")
+    assert not Page.objects.exists()
