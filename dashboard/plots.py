@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from datetime import datetime
 
 import plotly.graph_objects as go
 from django.conf import settings
 from django.utils.safestring import SafeString, mark_safe
 
+from memory.heat import Heat
 from memory.models.events import EventKind
 from memory.selectors.console import SegmentDetail, SegmentRow, TenantOverview
 
@@ -45,34 +48,60 @@ def _label(text: str, limit: int = 48) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+@dataclass(frozen=True)
+class HeatPoint:
+    at: datetime
+    n_visit: int
+    l_interaction: int
+    r_recency: float
+    label: str
+
+
+def heat_points(samples: list, now: datetime, current: Heat, steps: int = 12) -> list[HeatPoint]:
+    """The heat history as points to draw: each sample, and between samples the recency decaying as exp(−Δt/μ).
+
+    Counters only change at samples (every change is sampled), so between two samples N_visit and L_interaction
+    hold and only R_recency decays; the last stretch ends at `now` with the segment's current heat.
+    """
+    points: list[HeatPoint] = []
+    for sample, following in zip(samples, [*samples[1:], None], strict=True):
+        points.append(
+            HeatPoint(sample.at, sample.n_visit, sample.l_interaction, sample.r_recency, sample.get_event_display())
+        )
+        until = following.at if following else now
+        span = (until - sample.at).total_seconds()
+        for step in range(1, steps + 1):
+            at = sample.at + (until - sample.at) * step / steps
+            decay = math.exp(-(span * step / steps) / settings.MEMORY_RECENCY_MU)
+            points.append(HeatPoint(at, sample.n_visit, sample.l_interaction, sample.r_recency * decay, "decay"))
+    points.append(HeatPoint(now, current.n_visit, current.l_interaction, current.r_recency, "now"))
+    return points
+
+
 def segment_heat_figure(detail: SegmentDetail, now: datetime) -> go.Figure:
     """The segment's heat over time, its components stacked, with promotions and evictions marked."""
     alpha, beta, gamma = settings.MEMORY_HEAT_ALPHA, settings.MEMORY_HEAT_BETA, settings.MEMORY_HEAT_GAMMA
-    times = [s.at for s in detail.samples] + [now]
-    visits = [alpha * s.n_visit for s in detail.samples] + [alpha * detail.heat.n_visit]
-    interaction = [beta * s.l_interaction for s in detail.samples] + [beta * detail.heat.l_interaction]
-    recency = [gamma * s.r_recency for s in detail.samples] + [gamma * detail.heat.r_recency]
-    events = [s.get_event_display() for s in detail.samples] + ["now"]
+    points = heat_points(detail.samples, now, detail.heat)
+    times = [p.at for p in points]
+    visits = [alpha * p.n_visit for p in points]
+    interaction = [beta * p.l_interaction for p in points]
+    recency = [gamma * p.r_recency for p in points]
     fig = go.Figure()
     for name, values, colour in (
         ("α·N_visit (visits)", visits, COLOURS["visits"]),
         ("β·L_interaction (pages)", interaction, COLOURS["interaction"]),
         ("γ·R_recency", recency, COLOURS["recency"]),
     ):
-        fig.add_trace(
-            go.Scatter(
-                x=times, y=values, name=name, stackgroup="heat", line={"shape": "hv", "width": 0.5, "color": colour}
-            )
-        )
+        fig.add_trace(go.Scatter(x=times, y=values, name=name, stackgroup="heat", line={"width": 0.5, "color": colour}))
     total = [v + i + r for v, i, r in zip(visits, interaction, recency, strict=True)]
     fig.add_trace(
         go.Scatter(
             x=times,
             y=total,
             name="heat",
-            mode="lines+markers",
-            line={"shape": "hv", "color": COLOURS["heat"]},
-            text=events,
+            mode="lines",
+            line={"color": COLOURS["heat"], "width": 2},
+            text=[p.label for p in points],
             hovertemplate="%{y:.2f} (%{text})<extra>heat</extra>",
         )
     )
@@ -112,7 +141,8 @@ def _mark_events(fig: go.Figure, detail: SegmentDetail) -> None:
 def user_heat_figure(rows: list[SegmentRow], limit: int = 30) -> go.Figure:
     """Every segment's current heat, components stacked, against the promotion threshold τ (hottest on top)."""
     shown = list(reversed(rows[:limit]))
-    labels = [f"{_label(r.segment.summary, 40)} · #{r.segment.id}" for r in shown]
+    count = len(shown)
+    labels = [f"{count - i}. {_label(r.segment.summary, 34)}" for i, r in enumerate(shown)]  # ranks keep them unique
     alpha, beta, gamma = settings.MEMORY_HEAT_ALPHA, settings.MEMORY_HEAT_BETA, settings.MEMORY_HEAT_GAMMA
     fig = go.Figure()
     for name, values, colour in (
@@ -125,7 +155,9 @@ def user_heat_figure(rows: list[SegmentRow], limit: int = 30) -> go.Figure:
     fig.add_vline(x=tau, line={"dash": "dash", "color": COLOURS["warn"], "width": 1.5})
     fig.add_annotation(x=tau, y=1, yref="paper", text=f"τ = {tau:g}", showarrow=False, yanchor="bottom")
     height = 120 + 26 * max(len(shown), 1)
-    return _layout(fig, height=height, barmode="stack", hovermode="y unified", xaxis_title="heat", margin_l=260)
+    _layout(fig, height=height, barmode="stack", hovermode="y unified", xaxis_title="heat")
+    fig.update_yaxes(automargin=True)  # room for the topic labels, however long
+    return fig
 
 
 def tiers_figure(overview: TenantOverview) -> go.Figure:

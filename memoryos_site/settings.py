@@ -146,6 +146,11 @@ if EMBEDDED_DATABASE:
 else:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60))}
 DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
+# PostgreSQL JIT-compiles any plan estimated past jit_above_cost; compiling takes seconds (15 to 30 s for the
+# console's users list on the embedded server under stale statistics) and pays off only for long analytical queries.
+if not env_bool("DATABASE_JIT", False):
+    _db_options = DATABASES["default"]["OPTIONS"]
+    _db_options["options"] = f"{_db_options.get('options', '')} -c jit=off".strip()
 DATABASES["default"]["TEST"] = {"NAME": env_str("DATABASE_TEST_NAME", "test_memoryos")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

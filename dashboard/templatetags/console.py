@@ -49,3 +49,46 @@ def memory_actions(kind: str, item) -> list[tuple[str, str]]:
 def total(counts: dict) -> int:
     """The sum of a dict of counts (an erasure receipt's rows per table)."""
     return sum(v for v in (counts or {}).values() if isinstance(v, int))
+
+
+TABLES = {
+    "memory_chatreply": "Chat replies",
+    "memory_heatsample": "Heat history samples",
+    "memory_knowledgeentry": "Knowledge entries",
+    "memory_profileversion": "Profile versions",
+    "memory_page": "Pages (turns)",
+    "memory_segment": "Topic segments",
+    "memory_memoryevent": "Updating events",
+    "memory_idempotentrequest": "Stored API answers",
+    "memory_exportjob": "Exports",
+    "memory_memoryspace": "Memory spaces",
+    "memory_enduser": "End user record",
+    "memory_auditentry (tombstoned)": "Audit entries (content emptied)",
+    "auth_user": "Login account",
+    "django_session": "Login sessions",
+}
+TARGETS = {
+    "memoryspace": "memory",
+    "export_job": "export",
+    "erasure_receipt": "erasure receipt",
+    "knowledge": "knowledge entry",
+    "profile_version": "profile version",
+}
+
+
+@register.filter
+def table_label(table: str) -> str:
+    """A readable name for a table in erasure counts."""
+    return TABLES.get(table, table)
+
+
+@register.filter
+def by_table(counts: dict) -> list[tuple[str, int]]:
+    """Erasure counts in a stable, readable order (the database's JSON does not keep the original order)."""
+    order = list(TABLES)
+    return sorted((counts or {}).items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0]))
+
+
+@register.filter
+def target_label(target_type: str) -> str:
+    return TARGETS.get(target_type, target_type.replace("_", " "))

@@ -50,11 +50,13 @@ class _Echo:
 
 def _csv_row(entry) -> list:
     user = str(entry.end_user) if entry.end_user else ("erased user" if entry.subject_id else "")
+    actor = entry.actor_label or entry.operator_name
+    before = "" if entry.before is None else entry.before
+    after = "" if entry.after is None else entry.after
     return [
-        entry.seq, entry.created_at.isoformat(), entry.actor_kind, entry.actor_label, entry.action, user,
-        entry.subject_id or "", entry.target_type, entry.target_id or "", entry.reason,
-        "" if entry.before is None else entry.before, "" if entry.after is None else entry.after,
-        entry.detail or "", entry.request_id, entry.erased, entry.hash,
+        entry.seq, entry.created_at.isoformat(), entry.actor_kind, actor, entry.action, user, entry.subject_id or "",
+        entry.target_type, entry.target_id or "", entry.reason, before, after, entry.detail or "", entry.request_id,
+        entry.erased, entry.hash,
     ]  # fmt: skip
 
 

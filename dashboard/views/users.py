@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -17,7 +16,7 @@ from memory.models import EndUser
 from memory.selectors.console import (
     context_preview,
     end_user_in_tenant,
-    end_users_search,
+    end_users_page,
     memory_spaces,
     profile_versions,
     space_with,
@@ -41,8 +40,14 @@ def users(request: HttpRequest, slug: str) -> HttpResponse:
     form = UserSearchForm(request.GET)
     form.is_valid()
     query, sort = form.cleaned_data.get("q", ""), form.cleaned_data.get("sort") or "recent"
-    found = end_users_search(tenant=console.tenant, query=query, sort=sort, now=timezone.now())
-    page = Paginator(found, USERS_PER_PAGE).get_page(request.GET.get("page"))
+    page = end_users_page(
+        tenant=console.tenant,
+        query=query,
+        sort=sort,
+        number=request.GET.get("page"),
+        per_page=USERS_PER_PAGE,
+        now=timezone.now(),
+    )
     context = {"console": console, "form": form, "page": page, "query": query, "sort": sort}
     return render(request, page_or_partial(request, "dashboard/users.html", "results"), context)
 

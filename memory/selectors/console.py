@@ -10,7 +10,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core import paginator
 from django.db.models import (
+    Case,
+    CharField,
     Count,
     DurationField,
     Exists,
@@ -18,6 +22,7 @@ from django.db.models import (
     F,
     FloatField,
     IntegerField,
+    Max,
     OuterRef,
     Prefetch,
     Q,
@@ -25,11 +30,13 @@ from django.db.models import (
     Subquery,
     Sum,
     Value,
+    When,
 )
 from django.db.models.functions import Cast, Coalesce, Exp, Extract, Greatest, TruncDate
 
 from memory.heat import Heat, segment_heat
 from memory.models import (
+    ActorKind,
     AuditEntry,
     ChatReply,
     EndUser,
@@ -53,19 +60,20 @@ VECTORS = ("embedding", "topic_embedding")
 # --- Users list -------------------------------------------------------------------------------------------------
 
 
-def heat_sql(now: datetime):
+def heat_sql(now: datetime, prefix: str = ""):
     """The heat formula of memory.heat as a SQL expression over a segment row (for sorting and the users list).
 
     heat = α·N_visit + β·L_interaction + γ·exp(−max(now − last_touched_at, 0)/μ); kept equal to heat_of by a test.
+    `prefix` reaches the segment through relations (e.g. "memory_spaces__segments__").
     """
     age = Cast(
-        Extract(ExpressionWrapper(Value(now) - F("last_touched_at"), output_field=DurationField()), "epoch"),
+        Extract(ExpressionWrapper(Value(now) - F(f"{prefix}last_touched_at"), output_field=DurationField()), "epoch"),
         FloatField(),
     )
     recency = Exp(-Greatest(age, Value(0.0)) / Value(float(settings.MEMORY_RECENCY_MU)))
     return ExpressionWrapper(
-        Value(float(settings.MEMORY_HEAT_ALPHA)) * F("n_visit")
-        + Value(float(settings.MEMORY_HEAT_BETA)) * F("l_interaction")
+        Value(float(settings.MEMORY_HEAT_ALPHA)) * F(f"{prefix}n_visit")
+        + Value(float(settings.MEMORY_HEAT_BETA)) * F(f"{prefix}l_interaction")
         + Value(float(settings.MEMORY_HEAT_GAMMA)) * recency,
         output_field=FloatField(),
     )
@@ -84,12 +92,8 @@ USER_SORTS = {
 }
 
 
-def end_users_search(*, tenant: Tenant, query: str = "", sort: str = "recent", now: datetime) -> QuerySet[EndUser]:
-    """The tenant's end users matching `query` (name, email or external id contain it; or it is their id).
-
-    Each row carries its tiers' sizes (stm_pages, mtm_pages, segments, knowledge, has_profile), hottest_heat and
-    last_active_at, all in one SELECT: correlated subqueries, evaluated only for the rows of the page shown.
-    """
+def _matching_users(tenant: Tenant, query: str) -> QuerySet[EndUser]:
+    """The tenant's end users whose name, email or external id contain `query`, or whose id it is."""
     users = EndUser.objects.filter(tenant=tenant)
     query = query.strip()
     if query:
@@ -97,6 +101,11 @@ def end_users_search(*, tenant: Tenant, query: str = "", sort: str = "recent", n
         if query.isdigit():
             match |= Q(pk=int(query))
         users = users.filter(match)
+    return users
+
+
+def _with_figures(users: QuerySet[EndUser], now: datetime) -> QuerySet[EndUser]:
+    """Each user's tiers' sizes and hottest heat, as correlated subqueries (one SELECT, run once per row)."""
     hottest = Segment.objects.filter(space__end_user=OuterRef("pk")).annotate(heat=heat_sql(now)).order_by("-heat")
     return users.annotate(
         stm_pages=_count_per_user(Page.objects.filter(tier=Tier.SHORT_TERM), "space__end_user"),
@@ -105,7 +114,34 @@ def end_users_search(*, tenant: Tenant, query: str = "", sort: str = "recent", n
         knowledge_count=_count_per_user(KnowledgeEntry.objects.all(), "end_user"),
         has_profile=Exists(ProfileVersion.objects.filter(end_user=OuterRef("pk"))),
         hottest_heat=Subquery(hottest.values("heat")[:1], output_field=FloatField()),
-    ).order_by(*USER_SORTS.get(sort, USER_SORTS["recent"]))
+    )
+
+
+def end_users_search(*, tenant: Tenant, query: str = "", sort: str = "recent", now: datetime) -> QuerySet[EndUser]:
+    """Every matching end user with its figures (stm_pages, mtm_pages, segments, knowledge_count, has_profile,
+    hottest_heat), in `sort` order. For a page of them use end_users_page, which computes figures for that page only.
+    """
+    return _with_figures(_matching_users(tenant, query), now).order_by(*USER_SORTS.get(sort, USER_SORTS["recent"]))
+
+
+def end_users_page(
+    *, tenant: Tenant, query: str = "", sort: str = "recent", number=1, per_page: int = 25, now: datetime
+) -> paginator.Page:
+    """One page of the matching end users, each with its figures and last_active_at, in three queries: the count,
+    the page's ids, and the page's rows with every figure in one SELECT.
+
+    The ids come first so that the figures' correlated subqueries run for the rows shown and nothing else, whatever
+    the planner's row estimates (with one statement, stale statistics after a bulk import made PostgreSQL evaluate
+    them for every user). Sorting by heat aggregates the segments in one join, not one subquery per user.
+    """
+    ordering = USER_SORTS.get(sort, USER_SORTS["recent"])
+    matching = _matching_users(tenant, query)
+    if sort == "heat":
+        matching = matching.annotate(hottest_heat=Max(heat_sql(now, "memory_spaces__segments__")))
+    page = paginator.Paginator(matching.order_by(*ordering).values_list("pk", flat=True), per_page).get_page(number)
+    rows = _with_figures(EndUser.objects.filter(pk__in=list(page.object_list)), now).order_by(*ordering)
+    page.object_list = list(rows)
+    return page
 
 
 # --- One user's memory ------------------------------------------------------------------------------------------
@@ -361,6 +397,10 @@ class TenantOverview:
     updating_tokens: list[int]
     reply_tokens: list[int]
 
+    @property
+    def llm_calls(self) -> int:
+        return sum(self.updating_calls) + sum(self.reply_calls)
+
 
 def _per_day(rows, days: list[date], value: str) -> list[int]:
     by_day = {row["day"]: row[value] or 0 for row in rows}
@@ -432,8 +472,21 @@ class AuditFilter:
 
 
 def audit_entries(*, tenant: Tenant, filters: AuditFilter) -> QuerySet[AuditEntry]:
-    """The tenant's audit entries, newest first, narrowed by user (name, external id or id), actor, action, dates."""
-    entries = AuditEntry.objects.filter(tenant=tenant).select_related("end_user")
+    """The tenant's audit entries, newest first, narrowed by user (name, external id or id), actor, action, dates.
+
+    Each entry carries `operator_name`: the operator's username, for entries whose label erasure emptied.
+    """
+    operator = get_user_model().objects.annotate(key=Cast("pk", CharField())).filter(key=OuterRef("actor_id"))
+    entries = (
+        AuditEntry.objects.filter(tenant=tenant)
+        .select_related("end_user")
+        .annotate(  # erasure empties actor labels; the operator's own name is not the erased user's data
+            operator_name=Case(
+                When(actor_kind=ActorKind.OPERATOR, then=Subquery(operator.values("username")[:1])),
+                default=Value(""),
+            )
+        )
+    )
     if filters.user:
         users = EndUser.objects.filter(tenant=tenant).filter(
             Q(external_id__iexact=filters.user)
@@ -445,7 +498,11 @@ def audit_entries(*, tenant: Tenant, filters: AuditFilter) -> QuerySet[AuditEntr
             match |= Q(subject_id=int(filters.user))
         entries = entries.filter(match)
     if filters.actor:
-        entries = entries.filter(Q(actor_label__icontains=filters.actor) | Q(actor_kind=filters.actor))
+        entries = entries.filter(
+            Q(actor_label__icontains=filters.actor)
+            | Q(operator_name__icontains=filters.actor)
+            | Q(actor_kind=filters.actor)
+        )
     if filters.action:
         entries = entries.filter(action=filters.action)
     if filters.since:

@@ -144,7 +144,8 @@ def exports_expire(*, now: datetime | None = None) -> int:
     for job_id, file_path in expired:
         if file_path:
             Path(file_path).unlink(missing_ok=True)
-        ExportJob.objects.filter(pk=job_id, status=JobStatus.DONE).update(status=JobStatus.EXPIRED, download_token="")
+        # The token stays, so the old link keeps answering "expired" (410) rather than "no such export" (404).
+        ExportJob.objects.filter(pk=job_id, status=JobStatus.DONE).update(status=JobStatus.EXPIRED)
     return len(expired)
 
 

@@ -53,6 +53,7 @@ def test_a_supervisor_pins_forgets_and_reads_heat_then_a_dpo_exports_and_erases(
     fact_row = page.locator("#lpm table tbody tr").first
     fact_text = fact_row.locator("td").first.locator("a").inner_text()
     fact_row.locator("[data-action=pin]").click()
+    page.wait_for_selector(".modal textarea[name=reason]")
     screenshot(page, "dashboard-pin-modal")
     _modal_submit(page, "Customer asked us to always remember this")
     assert page.locator(".message", has_text="now pinned").is_visible()

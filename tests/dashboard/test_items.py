@@ -1,0 +1,73 @@
+"""Segment, page and knowledge details: chains, heat plot, source turn, provenance; other tenants' ids are 404."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.models import AuditEntry, ChatReply, KnowledgeEntry, Page, Segment
+
+
+def test_a_segment_shows_its_pages_by_chain_its_heat_plot_and_what_it_taught(client, agent_user, alice_space):
+    segment = max(Segment.objects.filter(space=alice_space), key=lambda s: s.pages.count())
+    client.force_login(agent_user)
+
+    response = client.get(f"/console/acme/segments/{segment.pk}/")
+
+    detail = response.context["detail"]
+    assert [p.pk for chain in detail.chains for p in chain] == list(
+        segment.pages.order_by("seq").values_list("pk", flat=True)
+    )
+    assert detail.samples and detail.knowledge
+    body = response.content.decode()
+    assert 'id="segment-heat"' in body and "Plotly.newPlot" in body and "promotion" in body
+    assert segment.summary in body
+    assert AuditEntry.objects.filter(action="memory.read", target_type="segment", target_id=segment.pk).exists()
+
+
+def test_a_page_links_to_its_source_reply_its_segment_and_what_came_from_it(client, agent_user, alice_space):
+    page = Page.objects.filter(space=alice_space, segment__isnull=False).order_by("seq").first()
+    ChatReply.objects.create(
+        space=alice_space, idempotency_key="k1", user_message=page.user_message, page=page, status="done", llm_calls=1
+    )
+    client.force_login(agent_user)
+
+    response = client.get(f"/console/acme/pages/{page.pk}/")
+
+    body = response.content.decode()
+    assert response.context["detail"].reply.idempotency_key == "k1"
+    assert "chat reply of" in body and f"/console/acme/segments/{page.segment_id}/" in body
+    fact = page.knowledge.first()
+    assert fact is not None and f"/console/acme/knowledge/{fact.pk}/" in body
+
+
+def test_a_page_without_a_reply_names_where_it_came_from(client, agent_user, alice_space):
+    page = Page.objects.filter(space=alice_space).first()
+    client.force_login(agent_user)
+
+    assert "no chat reply is linked" in client.get(f"/console/acme/pages/{page.pk}/").content.decode()
+
+
+def test_a_fact_links_to_the_pages_it_came_from(client, agent_user, alice_space):
+    fact = KnowledgeEntry.objects.filter(end_user=alice_space.end_user).first()
+    client.force_login(agent_user)
+
+    body = client.get(f"/console/acme/knowledge/{fact.pk}/").content.decode()
+
+    sources = list(fact.source_pages.all())
+    assert sources
+    for page in sources:
+        assert f"/console/acme/pages/{page.pk}/" in body
+    assert f"/console/acme/segments/{fact.source_segment_id}/" in body
+
+
+@pytest.mark.parametrize("kind", ["segments", "pages", "knowledge"])
+def test_another_tenants_items_are_404(client, admin_user, stranger_space, kind):
+    ids = {
+        "segments": Segment.objects.filter(space=stranger_space).first().pk,
+        "pages": Page.objects.filter(space=stranger_space).first().pk,
+        "knowledge": KnowledgeEntry.objects.filter(end_user=stranger_space.end_user).first().pk,
+    }
+    client.force_login(admin_user)
+
+    assert client.get(f"/console/acme/{kind}/{ids[kind]}/").status_code == 404
+    assert not AuditEntry.objects.exists()
