@@ -161,9 +161,13 @@ def user_heat_figure(rows: list[SegmentRow], limit: int = 30) -> go.Figure:
 
 
 def tiers_figure(overview: TenantOverview) -> go.Figure:
-    labels, counts = list(overview.tiers), list(overview.tiers.values())
-    fig = go.Figure(go.Bar(x=labels, y=counts, marker_color=COLOURS["visits"], text=counts, textposition="outside"))
-    return _layout(fig, height=280, hovermode="closest", showlegend=False)
+    labels, counts = list(reversed(overview.tiers)), list(reversed(overview.tiers.values()))
+    fig = go.Figure(
+        go.Bar(y=labels, x=counts, orientation="h", marker_color=COLOURS["visits"], text=counts, textposition="auto")
+    )
+    _layout(fig, height=280, hovermode="closest", showlegend=False)
+    fig.update_yaxes(automargin=True)
+    return fig
 
 
 def updating_figure(overview: TenantOverview) -> go.Figure:

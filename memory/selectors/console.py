@@ -425,7 +425,10 @@ def tenant_overview(*, tenant: Tenant, days: int, now: datetime) -> TenantOvervi
         "STM pages": pages.get(Tier.SHORT_TERM, 0),
         "MTM pages": pages.get(Tier.MID_TERM, 0),
         "MTM segments": Segment.objects.filter(space__tenant=tenant).count(),
-        "Profiles": ProfileVersion.objects.filter(end_user__tenant=tenant).values("end_user").distinct().count(),
+        "Users with a profile": ProfileVersion.objects.filter(end_user__tenant=tenant)
+        .values("end_user")
+        .distinct()
+        .count(),
         "User knowledge": knowledge.get(KnowledgeKind.USER, 0),
         "Assistant knowledge": knowledge.get(KnowledgeKind.ASSISTANT, 0),
     }

@@ -71,6 +71,11 @@ def test_a_supervisor_pins_forgets_and_reads_heat_then_a_dpo_exports_and_erases(
     assert page.locator("#segment-heat .scatterlayer .trace").count() >= 3
     screenshot(page, "dashboard-heat-plot")
 
+    page.goto(f"/console/acme/users/{alice.pk}/profile/")
+    page.select_option("#id_a", "1")
+    expect(page.locator("#diff ins").first).to_be_visible()  # the diff of version 1 against the current one
+    screenshot(page, "dashboard-profile-diff")
+
     page.goto(f"/console/acme/users/{alice.pk}/preview/")
     page.fill("#id_q", "Where should I eat in Lisbon?")
     page.click("button:has-text('Preview')")
@@ -105,6 +110,10 @@ def test_a_supervisor_pins_forgets_and_reads_heat_then_a_dpo_exports_and_erases(
     screenshot(page, "dashboard-receipt")
     assert not EndUser.objects.filter(pk=alice.pk).exists()
     assert ErasureReceipt.objects.filter(subject_id=alice.pk).exists()
+
+    page.goto("/console/acme/gdpr/")
+    expect(page.locator("text=GDPR Art. 17(1)(b): consent withdrawn")).to_be_visible()
+    screenshot(page, "dashboard-gdpr")
 
     page.goto("/console/acme/audit/")
     page.click("button:has-text('Verify chain')")

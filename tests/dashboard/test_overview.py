@@ -16,7 +16,7 @@ def test_it_counts_memory_per_tier_and_plots_it(client, agent_user, alice_space)
 
     tiers = response.context["overview"].tiers
     assert tiers["STM pages"] == 7 and tiers["MTM pages"] == 5 and tiers["MTM segments"] == 4
-    assert tiers["Profiles"] == 1 and tiers["User knowledge"] == 5
+    assert tiers["Users with a profile"] == 1 and tiers["User knowledge"] == 5
     body = response.content.decode()
     for plot in ("plot-tiers", "plot-updating", "plot-llm"):
         assert f'id="{plot}"' in body
