@@ -407,11 +407,7 @@ def _per_day(rows, days: list[date], value: str) -> list[int]:
     return [int(by_day.get(day, 0)) for day in days]
 
 
-def tenant_overview(*, tenant: Tenant, days: int, now: datetime) -> TenantOverview:
-    """Counts per tier, promotions and evictions per day, and LLM calls and tokens per day (updating and replies)."""
-    today = now.date()
-    day_list = [today - timedelta(days=n) for n in range(days - 1, -1, -1)]
-    since = now - timedelta(days=days)
+def _tier_counts(tenant: Tenant) -> dict[str, int]:
     pages = dict(
         Page.objects.filter(space__tenant=tenant).values("tier").annotate(n=Count("id")).values_list("tier", "n")
     )
@@ -421,37 +417,39 @@ def tenant_overview(*, tenant: Tenant, days: int, now: datetime) -> TenantOvervi
         .annotate(n=Count("id"))
         .values_list("kind", "n")
     )
-    tiers = {
+    profiles = ProfileVersion.objects.filter(end_user__tenant=tenant).values("end_user").distinct()
+    return {
         "STM pages": pages.get(Tier.SHORT_TERM, 0),
         "MTM pages": pages.get(Tier.MID_TERM, 0),
         "MTM segments": Segment.objects.filter(space__tenant=tenant).count(),
-        "Users with a profile": ProfileVersion.objects.filter(end_user__tenant=tenant)
-        .values("end_user")
-        .distinct()
-        .count(),
+        "Users with a profile": profiles.count(),
         "User knowledge": knowledge.get(KnowledgeKind.USER, 0),
         "Assistant knowledge": knowledge.get(KnowledgeKind.ASSISTANT, 0),
     }
-    events = (
-        MemoryEvent.objects.filter(tenant=tenant, created_at__gte=since)
-        .annotate(day=TruncDate("created_at"))
-        .values("day")
-        .annotate(
-            promotions=Count("id", filter=Q(kind=EventKind.PROMOTION, status=EventStatus.OK)),
-            evictions=Count("id", filter=Q(kind=EventKind.EVICTION)),
-            calls=Sum("llm_calls"),
-            tokens=Sum(F("prompt_tokens") + F("completion_tokens")),
-        )
+
+
+def _daily(queryset: QuerySet, **sums) -> list[dict]:
+    """`queryset` grouped by the day of created_at, with the given aggregates per day."""
+    return list(queryset.annotate(day=TruncDate("created_at")).values("day").annotate(**sums).order_by("day"))
+
+
+def tenant_overview(*, tenant: Tenant, days: int, now: datetime) -> TenantOverview:
+    """Counts per tier, promotions and evictions per day, and LLM calls and tokens per day (updating and replies)."""
+    day_list = [now.date() - timedelta(days=n) for n in range(days - 1, -1, -1)]
+    since = now - timedelta(days=days)
+    tokens = Sum(F("prompt_tokens") + F("completion_tokens"))
+    events = _daily(
+        MemoryEvent.objects.filter(tenant=tenant, created_at__gte=since),
+        promotions=Count("id", filter=Q(kind=EventKind.PROMOTION, status=EventStatus.OK)),
+        evictions=Count("id", filter=Q(kind=EventKind.EVICTION)),
+        calls=Sum("llm_calls"),
+        tokens=tokens,
     )
-    replies = (
-        ChatReply.objects.filter(space__tenant=tenant, created_at__gte=since)
-        .annotate(day=TruncDate("created_at"))
-        .values("day")
-        .annotate(calls=Sum("llm_calls"), tokens=Sum(F("prompt_tokens") + F("completion_tokens")))
+    replies = _daily(
+        ChatReply.objects.filter(space__tenant=tenant, created_at__gte=since), calls=Sum("llm_calls"), tokens=tokens
     )
-    events, replies = list(events), list(replies)
     return TenantOverview(
-        tiers=tiers,
+        tiers=_tier_counts(tenant),
         days=day_list,
         promotions=_per_day(events, day_list, "promotions"),
         evictions=_per_day(events, day_list, "evictions"),
