@@ -135,10 +135,12 @@ def end_users_page(
     them for every user). Sorting by heat aggregates the segments in one join, not one subquery per user.
     """
     ordering = USER_SORTS.get(sort, USER_SORTS["recent"])
-    matching = _matching_users(tenant, query)
+    matching = ordered = _matching_users(tenant, query)
     if sort == "heat":
-        matching = matching.annotate(hottest_heat=Max(heat_sql(now, "memory_spaces__segments__")))
-    page = paginator.Paginator(matching.order_by(*ordering).values_list("pk", flat=True), per_page).get_page(number)
+        ordered = matching.annotate(hottest_heat=Max(heat_sql(now, "memory_spaces__segments__")))
+    pager = paginator.Paginator(ordered.order_by(*ordering).values_list("pk", flat=True), per_page)
+    pager.count = matching.count()  # counting needs no heat (count is a cached_property: this sets its value)
+    page = pager.get_page(number)
     rows = _with_figures(EndUser.objects.filter(pk__in=list(page.object_list)), now).order_by(*ordering)
     page.object_list = list(rows)
     return page
