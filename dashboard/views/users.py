@@ -12,9 +12,9 @@ from dashboard.console import Console, console_or_404, page_or_partial, record_r
 from dashboard.diffs import profile_diff
 from dashboard.forms import DiffForm, PreviewForm, UserSearchForm
 from dashboard.plots import figure_html, user_heat_figure
+from dashboard.previews import preview_build
 from memory.models import EndUser
 from memory.selectors.console import (
-    context_preview,
     end_user_in_tenant,
     end_users_page,
     memory_spaces,
@@ -87,10 +87,10 @@ def preview(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
     spaces = memory_spaces(end_user=end_user)
     space = space_with(spaces, request.GET.get("assistant", ""))
     form = PreviewForm(request.GET if "q" in request.GET else None)
-    result = sections = None
+    preview = None
     if form.is_valid() and space is not None:
-        result, sections = context_preview(space=space, query=form.cleaned_data["q"])
+        preview = preview_build(space=space, query=form.cleaned_data["q"], now=timezone.now())
         record_read(request, end_user, "context preview", "memoryspace", space.pk)
     context = {"console": console, "end_user": end_user, "form": form, "space": space, "spaces": spaces}
-    context |= {"result": result, "sections": sections}
+    context["preview"] = preview
     return render(request, page_or_partial(request, "dashboard/preview.html", "preview"), context)

@@ -325,64 +325,9 @@ def profile_versions(*, end_user: EndUser) -> list[ProfileVersion]:
 # --- Context preview --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PromptItem:
-    text: str
-    note: str = ""
-    link: tuple[str, int] | None = None  # (kind, id) of the memory it comes from
-
-
-@dataclass(frozen=True)
-class PromptSection:
-    title: str
-    items: list[PromptItem]
-    empty: str
-
-
-def _page_item(page: Page, note: str = "") -> PromptItem:
-    chain = f" · chain: {page.chain_summary}" if page.chain_summary else ""
-    return PromptItem(text=page.text, note=f"{page.at:%Y-%m-%d %H:%M}{chain}{note}", link=("page", page.id))
-
-
-def _fact_items(scored) -> list[PromptItem]:
-    return [PromptItem(k.entry.text, f"score {k.score:.2f}", ("knowledge", k.entry.id)) for k in scored]
-
-
-def _pinned_items(result: RetrievalResult) -> list[PromptItem]:
-    items = [PromptItem(k.text, "pinned fact", ("knowledge", k.id)) for k in result.pinned_knowledge]
-    items += [PromptItem(s.summary, "pinned segment", ("segment", s.id)) for s in result.pinned_segments]
-    return items + [_page_item(p, " · pinned page") for p in result.pinned_pages]
-
-
-def context_preview(*, space: MemorySpace, query: str) -> tuple[RetrievalResult, list[PromptSection]]:
-    """What retrieval would put into the prompt for `query`, section by section (the order of the spec's
-    generation step), without recording visits: no N_visit, last-touch or heat sample changes."""
-    result = retrieve(space=space, query=query, record_visits=False)
-    persona, profile = space.assistant.persona, result.profile
-    return result, [
-        PromptSection("Assistant persona", [PromptItem(persona)] if persona else [], "The assistant has no persona."),
-        PromptSection(
-            "User profile",
-            [PromptItem(profile.text, f"version {profile.number}", ("profile", profile.id))] if profile else [],
-            "No profile yet.",
-        ),
-        PromptSection("Pinned memories", _pinned_items(result), "Nothing is pinned."),
-        PromptSection("Knowledge about the user", _fact_items(result.user_knowledge), "No user knowledge matched."),
-        PromptSection(
-            "Knowledge about the assistant", _fact_items(result.assistant_knowledge), "No assistant knowledge matched."
-        ),
-        PromptSection(
-            "Retrieved pages",
-            [_page_item(p.page, f" · score {p.score:.2f}") for p in result.pages],
-            "No mid-term pages matched.",
-        ),
-        PromptSection(
-            "Recent conversation (short-term memory)",
-            [_page_item(p) for p in result.short_term],
-            "Short-term memory is empty.",
-        ),
-        PromptSection("The user's message", [PromptItem(query)], "No message."),
-    ]
+def context_retrieval(*, space: MemorySpace, query: str) -> RetrievalResult:
+    """What retrieval finds for `query`, recording no visit: no N_visit, last-touch or heat sample changes."""
+    return retrieve(space=space, query=query, record_visits=False)
 
 
 # --- Tenant overview --------------------------------------------------------------------------------------------

@@ -53,26 +53,35 @@ def test_a_user_without_a_profile_is_told_how_one_appears(client, supervisor_use
     assert "has no profile yet" in body and "write one by hand" in body
 
 
-def test_the_preview_lists_the_prompt_sections_in_order(client, agent_user, alice, alice_space):
+def test_the_preview_shows_the_chats_prompt_section_by_section(client, agent_user, alice, alice_space):
     client.force_login(agent_user)
 
     response = client.get(f"/console/acme/users/{alice.pk}/preview/", {"q": "Where can I eat vegetarian in Lisbon?"})
 
-    titles = [s.title for s in response.context["sections"]]
-    assert titles == [
-        "Assistant persona",
-        "User profile",
-        "Pinned memories",
-        "Knowledge about the user",
-        "Knowledge about the assistant",
-        "Retrieved pages",
-        "Recent conversation (short-term memory)",
+    preview = response.context["preview"]
+    assert [s.title for s in preview.sections] == [
+        "Instructions and persona",
+        "The user's profile",
+        "Facts you remember",
+        "Earlier conversations, by topic (retrieved as relevant)",
+        "The latest turns of this conversation, oldest first",
         "The user's message",
     ]
+    earlier = preview.sections[3].items
+    assert earlier and any("Lisbon" in item.text for item in earlier)
     body = response.content.decode()
-    assert "vegetarian" in body and "<html" in body
-    retrieved = dict((s.title, s.items) for s in response.context["sections"])["Retrieved pages"]
-    assert any("Lisbon" in item.text for item in retrieved)
+    assert "The prompt exactly as sent" in body and "&lt;memory&gt;" in body and "<html" in body
+    assert f"/console/acme/pages/{earlier[0].id}/" in body
+
+
+def test_the_preview_shows_what_the_token_budget_leaves_out(client, agent_user, alice, alice_space, settings):
+    settings.CHAT_PROMPT_TOKEN_BUDGET = 400
+    client.force_login(agent_user)
+
+    response = client.get(f"/console/acme/users/{alice.pk}/preview/", {"q": "Lisbon"})
+
+    assert response.context["preview"].prompt.dropped
+    assert "Left out to fit the token budget" in response.content.decode()
 
 
 def test_the_preview_records_no_visit_but_audits_the_read(client, agent_user, alice, alice_space):

@@ -1,0 +1,59 @@
+"""The context preview: the prompt the chat would send for a question, section by section, built by the chat's own
+prompt builder from a retrieval that records no visit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+
+from chat.prompt import SECTIONS, MemoryItem, Prompt, estimate_tokens, prompt_build
+from memory.models import MemorySpace
+from memory.retrieval import RetrievalResult
+from memory.selectors.console import context_retrieval
+
+
+@dataclass(frozen=True)
+class PreviewSection:
+    title: str
+    items: list[MemoryItem | str]
+    empty: str = ""
+
+
+@dataclass
+class Preview:
+    retrieval: RetrievalResult
+    prompt: Prompt
+    sections: list[PreviewSection] = field(default_factory=list)
+
+    @property
+    def dropped_tokens(self) -> int:
+        return sum(estimate_tokens(item.text) for item in self.prompt.dropped)
+
+
+EMPTY = {
+    "profile": "No profile yet.",
+    "knowledge": "No facts matched, and none is pinned.",
+    "earlier": "No earlier conversation matched.",
+    "recent": "Short-term memory is empty.",
+}
+
+
+def preview_build(*, space: MemorySpace, query: str, now: datetime) -> Preview:
+    """The prompt for `query` as the chat would build it now, within CHAT_PROMPT_TOKEN_BUDGET."""
+    retrieval = context_retrieval(space=space, query=query)
+    prompt = prompt_build(
+        assistant=space.assistant,
+        retrieval=retrieval,
+        message=query,
+        now=now,
+        budget=settings.CHAT_PROMPT_TOKEN_BUDGET,
+    )
+    preview = Preview(retrieval=retrieval, prompt=prompt)
+    preview.sections.append(PreviewSection("Instructions and persona", [prompt.instructions]))
+    for key, heading in SECTIONS.items():
+        items = [item for item in prompt.kept if item.section == key]
+        preview.sections.append(PreviewSection(heading.lstrip("# "), items, EMPTY[key]))
+    preview.sections.append(PreviewSection("The user's message", [query]))
+    return preview
