@@ -157,9 +157,12 @@ def audit_verify(*, tenant: Tenant) -> ChainReport:
 
 def audit_tombstone_subject(*, tenant: Tenant, subject_id: int) -> int:
     """Empty the content of every entry about an end user (erasure), keeping digests so the chain verifies."""
-    return AuditEntry.objects.filter(tenant=tenant, subject_id=subject_id, erased=False).update(
-        erased=True, reason="", before=None, after=None, detail={}, actor_label=""
+    about = AuditEntry.objects.filter(tenant=tenant, subject_id=subject_id, erased=False)
+    # an operator's or token's name is not the end user's data: it stays, so the tombstone still says who
+    by_others = about.exclude(actor_kind=ActorKind.END_USER).update(
+        erased=True, reason="", before=None, after=None, detail={}
     )
+    return by_others + about.update(erased=True, reason="", before=None, after=None, detail={}, actor_label="")
 
 
 def audit_tombstone_actor(*, tenant: Tenant, end_user_id: int) -> int:
