@@ -246,7 +246,8 @@ def _ingest(tenant: Tenant, options: BenchOptions, generator: TextGenerator, clo
     space = space_get_or_create(end_user=end_user, assistant=assistant)
     space = MemorySpace.objects.select_related("end_user", "assistant").get(pk=space.pk)
     clock.own.clear()
-    calls_before, costs, topic, left = llm.calls, [], generator.topic(), 0
+    calls_before, steps_before = llm.calls, dict(llm.calls_by_step)
+    costs, topic, left = [], generator.topic(), 0
     started = perf_counter()
     for _ in tqdm(range(options.turns), desc="ingest one user", disable=_disabled(options)):
         if left == 0:
@@ -267,7 +268,7 @@ def _ingest(tenant: Tenant, options: BenchOptions, generator: TextGenerator, clo
         "last_window_mean_ms": round(last, 2),
         "cost_last_over_first": round(last / first, 3),
         "llm_calls": llm.calls - calls_before,
-        "llm_calls_by_step": dict(llm.calls_by_step),
+        "llm_calls_by_step": {step: n - steps_before.get(step, 0) for step, n in llm.calls_by_step.items()},
         "llm_calls_per_stored_turn": round((llm.calls - calls_before) / options.turns, 3),
         "pages_stored": stored,
         "segments": Segment.objects.filter(space=space).count(),
