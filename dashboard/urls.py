@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from dashboard.views import actions, audit, gdpr, home, items, overview, users
+from dashboard.views import actions, audit, gdpr, home, items, overview, tokens, users
 
 console = [
     path("", overview.overview, name="overview"),
@@ -25,6 +25,9 @@ console = [
     path("exports/<int:job_id>/", gdpr.export_job, name="export"),
     path("exports/<int:job_id>/download/<str:token>/", gdpr.export_download, name="export_download"),
     path("receipts/<int:receipt_id>/", gdpr.receipt, name="receipt"),
+    path("tokens/", tokens.tokens, name="tokens"),
+    path("tokens/new/", tokens.token_create, name="token_create"),
+    path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
 ]
 
 urlpatterns = [
