@@ -283,7 +283,7 @@ def _ask(conversation: Conversation, number: int, qa: dict, options: EvalOptions
         ranked = RANKERS[system](conversation, question, vector, embed_ms)
         result = _retrieval_record(system, ranked, evidence, options.k)
         if options.answer:
-            context = _context(ranked, options.k)
+            context = _context(system, ranked, options.k)
             result.update(_answer_record(conversation, question, gold, category, context))
         record["systems"][system] = result
     return record
@@ -333,12 +333,14 @@ def _retrieval_record(system: str, ranked: Ranked, evidence: list[str], k: int) 
     }
 
 
-def _context(ranked: Ranked, k: int) -> MemoryContext:
+def _context(system: str, ranked: Ranked, k: int) -> MemoryContext:
     """What the reader sees. MemoryOS: what its prompt holds (top-k MTM pages, STM, profile, knowledge);
     flat_rag: its top k pages; full_context: every page."""
+    if system == "full_context":
+        return MemoryContext(pages=ranked.pages)
     result = ranked.retrieval
     if result is None:
-        return MemoryContext(pages=ranked.pages if not ranked.scores else ranked.pages[:k])
+        return MemoryContext(pages=ranked.pages[:k])
     knowledge = [scored.entry.text for scored in [*result.user_knowledge, *result.assistant_knowledge]]
     knowledge += [entry.text for entry in result.pinned_knowledge if entry.text not in knowledge]
     return MemoryContext(
