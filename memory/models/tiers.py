@@ -61,6 +61,8 @@ class Page(models.Model):
         indexes = [
             models.Index(fields=["space", "tier", "seq"], name="page_space_tier_seq"),
             models.Index(fields=["segment", "seq"], name="page_segment_seq"),
+            # retrieval asks for a space's pinned pages on every query: few rows, found without a scan
+            models.Index(fields=["space"], condition=models.Q(pinned=True), name="page_space_pinned"),
         ]
 
     @property

@@ -197,18 +197,25 @@ def _segment_merge(segment: Segment, page: Page, touched: datetime) -> None:
         last_touched_at=Greatest(F("last_touched_at"), Value(touched)),
     )
     if not segment.locked:
-        _segment_refresh(segment)
+        _segment_refresh(segment, page)
     segment.refresh_from_db(fields=["n_visit", "l_interaction", "last_touched_at"])
     heat_sample_record(segment=segment, event=HeatEvent.MERGED, now=touched)
 
 
-def _segment_refresh(segment: Segment) -> None:
-    """Centroid of the members' topic embeddings; summary = the most central member's topic; top keywords."""
-    members = list(Page.objects.filter(segment=segment).values_list("topic_embedding", "keywords"))
-    vectors = np.array([v for v, _ in members if v is not None], dtype=np.float32)
-    centroid = vectors.mean(axis=0)
-    centroid /= np.linalg.norm(centroid) or 1.0
-    counts = Counter(k for _, keywords in members for k in keywords)
+def _segment_refresh(segment: Segment, page: Page) -> None:
+    """Running centroid of the members' topic vectors; summary = the most central member's topic; top keywords.
+
+    The centroid is updated from the stored one and the new page's vector, not recomputed from every member, so a
+    page joining a large segment costs the same as one joining a small segment.
+    """
+    members = Page.objects.filter(segment=segment)
+    earlier = members.count() - 1
+    if segment.embedding is None or earlier <= 0:
+        centroid = np.asarray(page.topic_embedding, dtype=np.float32)
+    else:
+        centroid = np.asarray(segment.embedding, dtype=np.float32) * earlier + page.topic_embedding
+    centroid = centroid / (np.linalg.norm(centroid) or 1.0)
+    counts = Counter(k for keywords in members.order_by("seq").values_list("keywords", flat=True) for k in keywords)
     keywords = [k for k, _ in counts.most_common(SEGMENT_KEYWORDS)]
     summary = segment_central_summary(segment_id=segment.id, centroid=centroid) or segment.summary
     Segment.objects.filter(pk=segment.pk).update(embedding=centroid, keywords=keywords, summary=summary)
