@@ -155,39 +155,40 @@ def audit_verify(*, tenant: Tenant) -> ChainReport:
     return ChainReport(ok=True, checked=checked)
 
 
+def _tombstone(entries) -> int:
+    """Empty the content of `entries`, keeping digests so the chain verifies.
+
+    An operator's or token's name is not the end user's data: it stays, so the tombstone still says who acted.
+    The end user's own label is emptied.
+    """
+    entries = entries.filter(erased=False)
+    content = {"erased": True, "reason": "", "before": None, "after": None, "detail": {}}
+    by_others = entries.exclude(actor_kind=ActorKind.END_USER).update(**content)
+    return by_others + entries.update(**content, actor_label="")
+
+
 def audit_tombstone_subject(*, tenant: Tenant, subject_id: int) -> int:
-    """Empty the content of every entry about an end user (erasure), keeping digests so the chain verifies."""
-    about = AuditEntry.objects.filter(tenant=tenant, subject_id=subject_id, erased=False)
-    # an operator's or token's name is not the end user's data: it stays, so the tombstone still says who
-    by_others = about.exclude(actor_kind=ActorKind.END_USER).update(
-        erased=True, reason="", before=None, after=None, detail={}
-    )
-    return by_others + about.update(erased=True, reason="", before=None, after=None, detail={}, actor_label="")
+    """Tombstone every entry about an end user (erasure)."""
+    return _tombstone(AuditEntry.objects.filter(tenant=tenant, subject_id=subject_id))
 
 
 def audit_tombstone_actor(*, tenant: Tenant, end_user_id: int) -> int:
-    """Also empty entries where the erased end user was the actor (their label is personal data)."""
-    return AuditEntry.objects.filter(
-        tenant=tenant, actor_kind=ActorKind.END_USER, actor_id=str(end_user_id), erased=False
-    ).update(erased=True, reason="", before=None, after=None, detail={}, actor_label="")
+    """Also tombstone entries where the erased end user was the actor (their label is personal data)."""
+    return _tombstone(
+        AuditEntry.objects.filter(tenant=tenant, actor_kind=ActorKind.END_USER, actor_id=str(end_user_id))
+    )
 
 
 def audit_tombstone_target(*, tenant_id: int, target_type: str, target_id: int) -> int:
-    """Empty the content of earlier entries about an item that is being forgotten (edits quote it)."""
-    return AuditEntry.objects.filter(
-        tenant_id=tenant_id, target_type=target_type, target_id=target_id, erased=False
-    ).update(erased=True, reason="", before=None, after=None, detail={}, actor_label="")
+    """Tombstone earlier entries about an item that is being forgotten (edits quote it)."""
+    return _tombstone(AuditEntry.objects.filter(tenant_id=tenant_id, target_type=target_type, target_id=target_id))
 
 
 def audit_tombstone_quoting(*, tenant_id: int, subject_id: int, quotes: list[str]) -> int:
-    """Empty the content of entries about a user whose before/after text quotes forgotten memory."""
+    """Tombstone entries about a user whose before/after text or reason quotes forgotten memory."""
     if not quotes:
         return 0
     quoting = Q()
     for quote in quotes:
         quoting |= Q(before__icontains=quote) | Q(after__icontains=quote) | Q(reason__icontains=quote)
-    return (
-        AuditEntry.objects.filter(tenant_id=tenant_id, subject_id=subject_id, erased=False)
-        .filter(quoting)
-        .update(erased=True, reason="", before=None, after=None, detail={}, actor_label="")
-    )
+    return _tombstone(AuditEntry.objects.filter(tenant_id=tenant_id, subject_id=subject_id).filter(quoting))
