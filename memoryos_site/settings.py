@@ -199,6 +199,12 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# htmx comes from django-htmx's app static folder; plotly.js from the plotly package, through our finder.
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "memoryos_site.staticfiles.PackageFileFinder",
+]
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
 if not env_str("STATIC_ROOT"):
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every start while it is missing

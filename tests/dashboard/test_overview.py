@@ -20,7 +20,7 @@ def test_it_counts_memory_per_tier_and_plots_it(client, agent_user, alice_space)
     body = response.content.decode()
     for plot in ("plot-tiers", "plot-updating", "plot-llm"):
         assert f'id="{plot}"' in body
-    assert "js/plotly.min.js" in body and "cdn" not in body.lower()
+    assert "/static/vendor/plotly/plotly.min.js" in body and "cdn" not in body.lower()
 
 
 def test_promotions_evictions_calls_and_tokens_are_summed_per_day(tenant, alice_space):

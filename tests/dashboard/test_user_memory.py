@@ -24,7 +24,7 @@ def test_it_shows_every_tier(client, agent_user, alice, alice_space):
     for heading in ("Short-term memory", "Mid-term memory", "Long-term personal memory", "Knowledge about the user"):
         assert heading in body
     assert "N_visit" in body and "L_interaction" in body and "R_recency" in body
-    assert 'id="user-heat"' in body and "js/plotly.min.js" in body
+    assert 'id="user-heat"' in body and "/static/vendor/plotly/plotly.min.js" in body
 
 
 def test_segments_are_sorted_by_heat_hottest_first(client, agent_user, alice, alice_space):

@@ -15,7 +15,7 @@ def test_the_login_page_renders_with_the_base_template(client):
     body = response.content.decode()
     assert "MemoryOS" in body
     assert 'name="username"' in body and 'name="password"' in body
-    assert "/static/js/htmx.min.js" in body
+    assert "/static/django_htmx/htmx-2.min.js" in body
     assert "X-CSRFToken" in body
 
 
