@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 		{ echo "error: MemoryOS needs Python 3.11 or newer; $(PYTHON) is $$($(PYTHON) --version 2>&1). Try PYTHON=python3.11 make ..." >&2; exit 1; }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet $(TORCH)
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,eval]'
 	@touch $(STAMP)
 
 run: install

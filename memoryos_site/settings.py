@@ -103,6 +103,7 @@ INSTALLED_APPS = [
     "chat",
     "dashboard",
     "api",
+    "evaluation",
 ]
 
 MIDDLEWARE = [

@@ -6,8 +6,9 @@ example, so a checker that stops catching anything fails too.
 
 from __future__ import annotations
 
+import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,214 @@ def test_the_readme_check_catches_an_undocumented_variable():
 
     assert settings_missing_from_readme(settings_text, "| `DEBUG` | `false` |") == ["BRAND_NEW"]
     assert settings_missing_from_readme(settings_text, "| `DEBUG` | | `BRAND_NEW` |") == []
+
+
+# --- imports: the product never imports the evaluation app, and no module imports itself back -------------------
+
+PRODUCT_APPS = ("memory/", "chat/", "dashboard/", "api/", "memoryos_site/")
+PROJECT_PACKAGES = (*PRODUCT_APPS, "evaluation/")
+EVALUATION = "evaluation"
+
+
+def _absolute_imports(node: ast.AST) -> list[str]:
+    """Absolute module names one node imports: import statements and importlib.import_module("...") calls."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        return [node.module]
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module":
+        return [arg.value for arg in node.args[:1] if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+    return []
+
+
+def product_imports_evaluation(sources: Iterable[Source]) -> list[str]:
+    """Lines of the product apps that import the evaluation app, at module level or inside a function."""
+    found = []
+    for path, text in sources:
+        if not path.startswith(PRODUCT_APPS):
+            continue
+        for node in ast.walk(ast.parse(text)):
+            for name in _absolute_imports(node):
+                if name == EVALUATION or name.startswith(f"{EVALUATION}."):
+                    found.append(f"{path}:{node.lineno}: imports {name}; the product never imports {EVALUATION}/")
+    return found
+
+
+def test_the_product_never_imports_the_evaluation_app():
+    assert product_imports_evaluation(project_sources()) == []
+
+
+def test_the_evaluation_rule_catches_every_way_of_importing_it():
+    assert product_imports_evaluation([("evaluation/bench.py", "from memory.retrieval import retrieve\n")]) == []
+    assert product_imports_evaluation([("evaluation/bench.py", "from evaluation import scoring\n")]) == []
+    assert product_imports_evaluation([("memory/x.py", "import evaluations_helper\n# evaluation.bench\n")]) == []
+
+    for bad in (
+        "import evaluation",
+        "from evaluation.bench import memory_bench",
+        "def f():\n    from evaluation import scoring",
+        "importlib.import_module('evaluation.locomo')",
+    ):
+        found = product_imports_evaluation([("dashboard/views/x.py", bad)])
+        line = bad.count("\n") + 1
+        assert len(found) == 1 and found[0].startswith(f"dashboard/views/x.py:{line}: imports evaluation")
+
+
+def module_name(path: str) -> str:
+    """`memory/services/turns.py` -> `memory.services.turns`; a package's `__init__.py` is the package."""
+    parts = path.removesuffix(".py").split("/")
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING"
+
+
+def _import_statements(node: ast.AST, *, lazy: bool) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Import statements run when the module is imported (with `lazy`, also those inside functions).
+
+    Imports under `if TYPE_CHECKING:` never run, so they are left out either way (their `else:` is not).
+    """
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Import | ast.ImportFrom):
+            yield child
+        elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) and not lazy:
+            continue
+        elif isinstance(child, ast.If) and _is_type_checking(child.test):
+            yield from _import_statements(ast.Module(body=child.orelse, type_ignores=[]), lazy=lazy)
+        else:
+            yield from _import_statements(child, lazy=lazy)
+
+
+def _nearest_module(name: str, modules: set[str]) -> str | None:
+    """The longest prefix of a dotted name that is a project module; None outside the project."""
+    parts = name.split(".")
+    for end in range(len(parts), 0, -1):
+        if (candidate := ".".join(parts[:end])) in modules:
+            return candidate
+    return None
+
+
+def _imported_modules(statement: ast.Import | ast.ImportFrom, path: str, modules: set[str]) -> Iterator[str | None]:
+    """Project modules a statement names: `from pkg import name` is `pkg.name` if that is a module, else `pkg`.
+
+    Only the module named counts, not the packages above it, so a package's re-exports make no false cycles.
+    """
+    if isinstance(statement, ast.Import):
+        for alias in statement.names:
+            yield _nearest_module(alias.name, modules)
+        return
+    base = statement.module or ""
+    if statement.level:
+        package = module_name(path).split(".")
+        if not path.endswith("__init__.py"):
+            package = package[:-1]
+        package = package[: len(package) - statement.level + 1]
+        base = ".".join([*package, base] if base else package)
+    for alias in statement.names:
+        candidate = f"{base}.{alias.name}"
+        yield candidate if candidate in modules else _nearest_module(base, modules)
+
+
+def import_graph(sources: Iterable[Source], *, lazy: bool = False) -> dict[str, set[str]]:
+    """Module -> project modules it imports, for the modules under PROJECT_PACKAGES."""
+    texts = {path: text for path, text in sources if path.startswith(PROJECT_PACKAGES)}
+    modules = {module_name(path) for path in texts}
+    graph: dict[str, set[str]] = {module: set() for module in modules}
+    for path, text in texts.items():
+        source = module_name(path)
+        for statement in _import_statements(ast.parse(text), lazy=lazy):
+            graph[source].update(m for m in _imported_modules(statement, path, modules) if m and m != source)
+    return graph
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's components with more than one module, each sorted, in sorted order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    components = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while (member := stack.pop()) != node:
+                component.append(member)
+            component.append(node)
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(components)
+
+
+def _shortest_cycle(graph: dict[str, set[str]], component: list[str]) -> list[str]:
+    """The shortest cycle through the component's first module, by breadth-first search inside the component."""
+    start, members = component[0], set(component)
+    paths = {start: [start]}
+    queue = [start]
+    for node in queue:
+        for target in sorted(graph[node] & members):
+            if target == start:
+                return [*paths[node], start]
+            if target not in paths:
+                paths[target] = [*paths[node], target]
+                queue.append(target)
+    raise AssertionError(f"{component} is not strongly connected")
+
+
+def import_cycles(sources: Iterable[Source], *, lazy: bool = False) -> list[str]:
+    """One cycle per group of mutually importing modules, written `a -> b -> a`."""
+    graph = import_graph(sources, lazy=lazy)
+    return [" -> ".join(_shortest_cycle(graph, component)) for component in _strongly_connected(graph)]
+
+
+def test_the_project_has_no_import_cycles():
+    assert import_cycles(project_sources()) == []
+
+
+def test_the_import_graph_covers_every_app_and_reads_real_imports():
+    graph = import_graph(project_sources())
+
+    assert {module.split(".")[0] for module in graph} == {path.rstrip("/") for path in PROJECT_PACKAGES}
+    assert {"memory.services.promotion", "memory.services.updating"} <= graph["memory.tasks"]
+    assert "evaluation.scope" in graph["evaluation.bench"] and "memory.retrieval" in graph["evaluation.bench"]
+    assert "memory.tasks" not in graph["memory.services.updating"]  # imported inside a function
+    assert "memory.tasks" in import_graph(project_sources(), lazy=True)["memory.services.updating"]
+
+
+def test_the_cycle_check_resolves_imports_as_python_does():
+    views = ("chat/views.py", "from chat import services\nfrom memory.retrieval import retrieve\n")
+    services = ("chat/services.py", "from chat.views import helper\n")
+    assert import_cycles([views, services, ("chat/__init__.py", ""), ("memory/retrieval.py", "")]) == [
+        "chat.services -> chat.views -> chat.services"
+    ]
+    relative = ("chat/services.py", "from .views import helper\n")
+    assert import_cycles([views, relative, ("chat/__init__.py", "")]) == [
+        "chat.services -> chat.views -> chat.services"
+    ]
+
+    lazy = ("chat/services.py", "def f():\n    from chat.views import helper\n")
+    typing = ("chat/services.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from chat.views import x\n")
+    for source in (lazy, typing):
+        assert import_cycles([views, source, ("chat/__init__.py", "")]) == []
+    assert import_cycles([views, lazy, ("chat/__init__.py", "")], lazy=True) == [
+        "chat.services -> chat.views -> chat.services"
+    ]
+
+    # a package re-exporting its modules is no cycle: importing chat.views does not count as importing chat
+    package = ("chat/__init__.py", "from chat.views import helper\n")
+    assert import_cycles([package, ("chat/views.py", "from chat import services\n"), ("chat/services.py", "")]) == []
+    # but `from chat import name` that is not a module does import chat/__init__
+    reexport = ("chat/views.py", "from chat import helper\n")
+    assert import_cycles([package, reexport]) == ["chat -> chat.views -> chat"]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from memory.evaluation.benchfakes import BenchLLM
-from memory.evaluation.locomo_eval import QuestionMemo
+from evaluation.benchfakes import BenchLLM
+from evaluation.locomo_eval import QuestionMemo
 from memory.llm import use_llm
 from memory.models import Page, Segment, Tenant
 

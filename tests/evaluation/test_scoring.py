@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from memory.evaluation import scoring
+from evaluation import scoring
 
 
 def test_set_f1_counts_each_token_once_and_ignores_case():

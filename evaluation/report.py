@@ -11,7 +11,7 @@ from html import escape
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from memory.evaluation.scoring import CATEGORY_NAMES
+from evaluation.scoring import CATEGORY_NAMES
 
 CURVE_KEYS = ("overall", "1", "2", "3", "4", "5")
 COLORS = {"memoryos": "#1f77b4", "flat_rag": "#ff7f0e"}

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 
 from nltk.stem import PorterStemmer
 
-from memory.evaluation.scoring import tokens
+from evaluation.locomo import NO_MESSAGE, NO_REPLY
+from evaluation.scoring import tokens
 from memory.llm import LLMError, get_llm
-from memory.locomo import NO_MESSAGE, NO_REPLY
 from memory.models import Page
 from memory.offline import STOPWORDS, split_sentences
 

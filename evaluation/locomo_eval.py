@@ -12,7 +12,6 @@ Systems, each ranking the conversation's pages for a question:
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,14 +20,11 @@ from time import perf_counter
 import numpy as np
 from django.conf import settings
 from django.db.models import Sum
-from django.test.utils import override_settings
 from django.utils import timezone
 from tqdm import tqdm
 
-from memory import locomo
-from memory.embeddings import Embedder, use_embedder
-from memory.evaluation import scoring
-from memory.evaluation.answering import (
+from evaluation import locomo, scoring
+from evaluation.answering import (
     OFFLINE_LABEL,
     Answer,
     ExtractiveAnswerer,
@@ -36,13 +32,14 @@ from memory.evaluation.answering import (
     MemoryContext,
     Speakers,
 )
+from evaluation.scope import celery_eager, settings_changed
+from memory.embeddings import Embedder, use_embedder
 from memory.models import MemoryEvent, MemorySpace, Page, Segment, Tenant
 from memory.models.tiers import PageSource, Tier
 from memory.retrieval import RetrievalResult, retrieve
 from memory.services.embedding_state import embedder_for_store
 from memory.services.tenancy import assistant_create, end_user_create, tenant_create
 from memory.services.turns import space_get_or_create, turn_record
-from memoryos_site.celery import app as celery_app
 
 SYSTEMS = ("memoryos", "flat_rag", "full_context")
 RANKED_SYSTEMS = ("memoryos", "flat_rag")
@@ -100,7 +97,7 @@ def locomo_evaluate(options: EvalOptions) -> dict:
     _check(options)
     started = perf_counter()
     samples = _samples(options)
-    with _run_settings(options), _eager_tasks():
+    with _run_settings(options), celery_eager():
         tenant = _fresh_tenant(options.tenant_slug)
         embedder = embedder_for_store()
         conversations = _ingest_all(tenant, samples, options, embedder)
@@ -142,25 +139,8 @@ def _run_settings(options: EvalOptions) -> Iterator[None]:
     overrides: dict = {"MEMORY_RETRIEVE_PAGES": CURVE_MAX_K}
     if options.llm == "offline":
         overrides["LLM_BASE_URL"] = ""
-    with override_settings(**overrides):
+    with settings_changed(**overrides):
         yield
-
-
-@contextlib.contextmanager
-def _eager_tasks() -> Iterator[None]:
-    """Run the updating tasks in this process, to completion, right after each turn commits.
-
-    Celery logs every eager task it runs at INFO; thousands of those lines would bury the progress bar.
-    """
-    previous, trace = celery_app.conf.task_always_eager, logging.getLogger("celery.app.trace")
-    previous_level = trace.level
-    celery_app.conf.task_always_eager = True
-    trace.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        celery_app.conf.task_always_eager = previous
-        trace.setLevel(previous_level)
 
 
 def _fresh_tenant(slug: str) -> Tenant:

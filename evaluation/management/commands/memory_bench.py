@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from memory.evaluation.bench import BenchOptions, memory_bench
+from evaluation.bench import BenchOptions, memory_bench
 
 
 class Command(BaseCommand):

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from memory.evaluation.benchtext import TOPICS
+from evaluation.benchtext import TOPICS
 from memory.llm import LLMReply
 from memory.offline import extract_keywords, split_sentences
 

@@ -20,8 +20,8 @@ from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 
-from memory.evaluation.benchfakes import BenchEmbedder
-from memory.evaluation.benchtext import TOPICS, TextGenerator
+from evaluation.benchfakes import BenchEmbedder
+from evaluation.benchtext import TOPICS, TextGenerator
 from memory.models import (
     Assistant,
     EndUser,

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory import locomo
+from evaluation import locomo
 from memory.models import KnowledgeEntry, Page, ProfileVersion, Segment
 from memory.models.tiers import Tier
 from tests.memory.conftest import make_space

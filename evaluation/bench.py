@@ -1,6 +1,6 @@
 """The scale benchmark: full synthetic users, then latencies of the memory paths and the cost of growing memory.
 
-Measured with the embedder and the LLM replaced at their seams by instant fakes (memory.evaluation.benchfakes), so
+Measured with the embedder and the LLM replaced at their seams by instant fakes (evaluation.benchfakes), so
 the figures are our code and our database. The updating tasks run in-process (Celery eager); Celery's task signals
 time each task, and a task run inside another (a promotion queued by an overflow) is subtracted from its parent,
 so recording a turn, the STM overflow task and promotion are timed apart.
@@ -9,7 +9,6 @@ so recording a turn, the STM overflow task and promotion are timed apart.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import platform
 import random
@@ -18,20 +17,19 @@ from dataclasses import dataclass, field
 from time import perf_counter
 
 import numpy as np
-from celery.signals import task_postrun, task_prerun
 from django.conf import settings
 from django.db import connection
 from django.db.models import Count
-from django.test.utils import override_settings
 from django.utils import timezone
 from tqdm import tqdm
 
+from evaluation.answering import MemoryContext, Speakers, memory_text
+from evaluation.benchdata import BenchUser, Vectors, bench_tenant_delete, full_users_build
+from evaluation.benchfakes import BenchEmbedder, BenchLLM
+from evaluation.benchtext import TOPICS, TextGenerator
+from evaluation.scope import celery_eager, celery_task_signals, settings_changed
+from evaluation.scoring import percentiles
 from memory.embeddings import use_embedder
-from memory.evaluation.answering import MemoryContext, Speakers, memory_text
-from memory.evaluation.benchdata import BenchUser, Vectors, bench_tenant_delete, full_users_build
-from memory.evaluation.benchfakes import BenchEmbedder, BenchLLM
-from memory.evaluation.benchtext import TOPICS, TextGenerator
-from memory.evaluation.scoring import percentiles
 from memory.heat import segment_heat
 from memory.llm import use_llm
 from memory.models import (
@@ -49,7 +47,6 @@ from memory.models.tiers import Tier
 from memory.retrieval import RetrievalResult, retrieve
 from memory.services.tenancy import end_user_create, tenant_create
 from memory.services.turns import space_get_or_create, turn_record
-from memoryos_site.celery import app as celery_app
 
 BENCH_LLM_URL = "http://bench-llm.invalid/v1"  # never contacted: the seam holds BenchLLM
 OVERFLOW_TASK = "memory.tasks.stm_overflow_task"
@@ -59,7 +56,7 @@ USER_PAGE_NOTE = (
     "(user, spaces, STM, 200 segments with page counts and heat, profile, 200 knowledge entries, latest events), "
     "no template rendering; replace with the real view's render time"
 )
-PROMPT_NOTE = "stand-in: the retrieved memory formatted in spec section 4 order (memory.evaluation.answering)"
+PROMPT_NOTE = "stand-in: the retrieved memory formatted in spec section 4 order (evaluation.answering)"
 
 P3 = (50, 95, 99)
 
@@ -103,19 +100,9 @@ class TaskClock:
 
 @contextlib.contextmanager
 def _tasks_timed(clock: TaskClock) -> Iterator[None]:
-    previous, trace = celery_app.conf.task_always_eager, logging.getLogger("celery.app.trace")
-    previous_level = trace.level
-    celery_app.conf.task_always_eager = True
-    trace.setLevel(logging.WARNING)
-    task_prerun.connect(clock.started, weak=False)
-    task_postrun.connect(clock.finished, weak=False)
-    try:
+    """Run the updating tasks in this process, each timed by `clock`."""
+    with celery_eager(), celery_task_signals(prerun=clock.started, postrun=clock.finished):
         yield
-    finally:
-        task_prerun.disconnect(clock.started)
-        task_postrun.disconnect(clock.finished)
-        celery_app.conf.task_always_eager = previous
-        trace.setLevel(previous_level)
 
 
 def _embedder(options: BenchOptions):
@@ -129,7 +116,7 @@ def _embedder(options: BenchOptions):
 def memory_bench(options: BenchOptions) -> dict:
     """Build `users` full users in a fresh tenant, measure, and (unless `keep`) delete the tenant again.
 
-    Side effects: writes benchmark fixture data into the database for the run (see memory.evaluation.benchdata).
+    Side effects: writes benchmark fixture data into the database for the run (see evaluation.benchdata).
     """
     started = perf_counter()
     fake = _embedder(options)
@@ -140,7 +127,7 @@ def memory_bench(options: BenchOptions) -> dict:
     assistant = tenant.assistants.get(external_id="ava")
     try:
         users, build_seconds = _build(tenant, assistant, options, source)
-        with use_embedder(fake), use_llm(llm), override_settings(LLM_BASE_URL=BENCH_LLM_URL), _tasks_timed(clock):
+        with use_embedder(fake), use_llm(llm), settings_changed(LLM_BASE_URL=BENCH_LLM_URL), _tasks_timed(clock):
             result = _measure(tenant, users, options, llm, clock)
     finally:
         if not options.keep:

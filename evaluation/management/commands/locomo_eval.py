@@ -8,9 +8,9 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memory.evaluation.locomo_eval import CURVE_MAX_K, LLM_MODES, SYSTEMS, EvalOptions, EvaluationError, locomo_evaluate
-from memory.evaluation.report import report_html
-from memory.evaluation.scoring import CATEGORY_NAMES
+from evaluation.locomo_eval import CURVE_MAX_K, LLM_MODES, SYSTEMS, EvalOptions, EvaluationError, locomo_evaluate
+from evaluation.report import report_html
+from evaluation.scoring import CATEGORY_NAMES
 
 DEFAULT_DATA = Path(settings.BASE_DIR).parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 
