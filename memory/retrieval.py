@@ -20,8 +20,8 @@ from pgvector.django import CosineDistance
 from memory.heat import f_score, heat_of, jaccard
 from memory.models import HeatSample, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
 from memory.models.tiers import HeatEvent, KnowledgeKind, Tier
-from memory.offline import extract_keywords
 from memory.services.embedding_state import embedder_for_store
+from memory.text import extract_keywords
 
 BODY_ONLY = ("embedding", "topic_embedding")
 
