@@ -12,7 +12,7 @@ from datetime import datetime
 
 from django.conf import settings
 
-from memory.steps import ChainTopic, Facts, TurnText, Usage
+from memory.step_types import ChainTopic, Facts, TurnText, Usage
 from memory.text import analyse, clean_text, extract_keywords, keyword_weights, split_sentences, trim
 
 NEW_SESSION_GAP_SECONDS = 2 * 60 * 60

@@ -25,7 +25,8 @@ from memory.models.tiers import HeatEvent, Tier
 from memory.retrieval import segment_candidates, segment_central_summary
 from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
-from memory.steps import ChainTopic, MemorySteps, StepFailed, TurnText, get_steps
+from memory.step_types import ChainTopic, MemorySteps, StepFailed, TurnText
+from memory.steps import get_steps
 
 SEGMENT_KEYWORDS = 8
 UPDATING_LOCK_NAMESPACE = 0x4D4F53  # "MOS": keeps our advisory locks apart from anyone else's

@@ -14,7 +14,7 @@ from memory.offline import (
     topic_summary,
     user_facts,
 )
-from memory.steps import ChainTopic, Facts, TurnText, Usage
+from memory.step_types import ChainTopic, Facts, TurnText, Usage
 
 MAY_8 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 
