@@ -12,15 +12,16 @@ from datetime import datetime
 
 import numpy as np
 from django.conf import settings
-from django.db.models import F, FloatField, Q, Value
+from django.db.models import FloatField, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from memory.heat import f_score, heat_of, jaccard
-from memory.models import HeatSample, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
-from memory.models.tiers import HeatEvent, KnowledgeKind, Tier
+from memory.heat import f_score, jaccard
+from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
+from memory.models.tiers import KnowledgeKind, Tier
 from memory.services.embedding_state import embedder_for_store
+from memory.services.heat_samples import segment_visits_record
 from memory.text import extract_keywords
 
 BODY_ONLY = ("embedding", "topic_embedding")
@@ -138,17 +139,14 @@ def retrieve(
         _retrieve_pages(space, vector, segment_rows, result)
         _retrieve_knowledge(space, vector, result)
         if record_visits:
-            _record_visits(space, segment_rows, result, now)
+            supplied = {scored.page.segment_id for scored in result.pages}
+            result.visited_segment_ids = segment_visits_record(segment_ids=supplied, now=now)
     return result
 
 
 def _score_segments(space: MemorySpace, vector: np.ndarray, query_keywords: list[str]) -> dict[int, dict]:
     """F(query) for every segment of the space (at most MTM capacity rows), best first."""
-    rows = (
-        Segment.objects.filter(space=space)
-        .annotate(cosine=_similarity(vector))
-        .values("id", "keywords", "cosine", "n_visit", "l_interaction", "last_touched_at")
-    )
+    rows = Segment.objects.filter(space=space).annotate(cosine=_similarity(vector)).values("id", "keywords", "cosine")
     for row in rows:
         row["jaccard"] = jaccard(query_keywords, row["keywords"])
         row["score"] = f_score(row["cosine"], query_keywords, row["keywords"])
@@ -197,28 +195,3 @@ def _retrieve_pinned(space: MemorySpace, result: RetrievalResult) -> None:
         .defer("embedding")
         .order_by("id")
     )
-
-
-def _record_visits(space: MemorySpace, segment_rows: dict[int, dict], result: RetrievalResult, now: datetime) -> None:
-    supplied = sorted({p.page.segment_id for p in result.pages})
-    if not supplied:
-        return
-    Segment.objects.filter(id__in=supplied).update(n_visit=F("n_visit") + 1, last_touched_at=now)
-    samples = []
-    for sid in supplied:
-        row = segment_rows[sid]
-        heat = heat_of(n_visit=row["n_visit"] + 1, l_interaction=row["l_interaction"], last_touched_at=now, now=now)
-        samples.append(
-            HeatSample(
-                segment_id=sid,
-                space_id=space.id,
-                at=now,
-                n_visit=heat.n_visit,
-                l_interaction=heat.l_interaction,
-                r_recency=heat.r_recency,
-                heat=heat.value,
-                event=HeatEvent.VISITED,
-            )
-        )
-    HeatSample.objects.bulk_create(samples)
-    result.visited_segment_ids = supplied
