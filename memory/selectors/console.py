@@ -16,9 +16,7 @@ from django.db.models import (
     Case,
     CharField,
     Count,
-    DurationField,
     Exists,
-    ExpressionWrapper,
     F,
     FloatField,
     IntegerField,
@@ -32,9 +30,9 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Cast, Coalesce, Exp, Extract, Greatest, TruncDate
+from django.db.models.functions import Cast, Coalesce, TruncDate
 
-from memory.heat import Heat, segment_heat
+from memory.heat import Heat, heat_sql, segment_heat
 from memory.models import (
     ActorKind,
     AuditEntry,
@@ -58,25 +56,6 @@ from memory.retrieval import RetrievalResult, retrieve
 VECTORS = ("embedding", "topic_embedding")
 
 # --- Users list -------------------------------------------------------------------------------------------------
-
-
-def heat_sql(now: datetime, prefix: str = ""):
-    """The heat formula of memory.heat as a SQL expression over a segment row (for sorting and the users list).
-
-    heat = α·N_visit + β·L_interaction + γ·exp(−max(now − last_touched_at, 0)/μ); kept equal to heat_of by a test.
-    `prefix` reaches the segment through relations (e.g. "memory_spaces__segments__").
-    """
-    age = Cast(
-        Extract(ExpressionWrapper(Value(now) - F(f"{prefix}last_touched_at"), output_field=DurationField()), "epoch"),
-        FloatField(),
-    )
-    recency = Exp(-Greatest(age, Value(0.0)) / Value(float(settings.MEMORY_RECENCY_MU)))
-    return ExpressionWrapper(
-        Value(float(settings.MEMORY_HEAT_ALPHA)) * F(f"{prefix}n_visit")
-        + Value(float(settings.MEMORY_HEAT_BETA)) * F(f"{prefix}l_interaction")
-        + Value(float(settings.MEMORY_HEAT_GAMMA)) * recency,
-        output_field=FloatField(),
-    )
 
 
 def _count_per_user(queryset: QuerySet, user_path: str):
