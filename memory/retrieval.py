@@ -24,8 +24,6 @@ from memory.services.embedding_state import embedder_for_store
 from memory.services.heat_samples import segment_visits_record
 from memory.text import extract_keywords
 
-BODY_ONLY = ("embedding", "topic_embedding")
-
 
 def _similarity(vector: np.ndarray):
     """cosine similarity = 1 − cosine distance; rows without a vector score 0."""
@@ -130,7 +128,7 @@ def retrieve(
     """
     now = now or timezone.now()
     result = RetrievalResult(query=query, query_keywords=extract_keywords(query))
-    result.short_term = list(Page.objects.filter(space=space, tier=Tier.SHORT_TERM).defer(*BODY_ONLY).order_by("seq"))
+    result.short_term = list(Page.objects.filter(space=space, tier=Tier.SHORT_TERM).without_vectors().order_by("seq"))
     result.profile = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number").first()
     _retrieve_pinned(space, result)
     if query.strip():
@@ -157,7 +155,7 @@ def _score_segments(space: MemorySpace, vector: np.ndarray, query_keywords: list
 def _retrieve_pages(space: MemorySpace, vector: np.ndarray, segment_rows: dict[int, dict], result) -> None:
     if not segment_rows:
         return
-    segments = Segment.objects.filter(id__in=segment_rows).defer("embedding").in_bulk()
+    segments = Segment.objects.filter(id__in=segment_rows).without_vectors().in_bulk()
     result.segments = [
         ScoredSegment(segment=segments[sid], score=row["score"], cosine=row["cosine"], keyword_overlap=row["jaccard"])
         for sid, row in segment_rows.items()
@@ -166,7 +164,7 @@ def _retrieve_pages(space: MemorySpace, vector: np.ndarray, segment_rows: dict[i
     pages = (
         Page.objects.filter(segment_id__in=list(segment_rows))
         .annotate(score=_similarity(vector))
-        .defer(*BODY_ONLY)
+        .without_vectors()
         .order_by("-score", "-seq")[: settings.MEMORY_RETRIEVE_PAGES]
     )
     result.pages = [ScoredPage(page=p, score=float(p.score)) for p in pages]
@@ -181,17 +179,17 @@ def _retrieve_knowledge(space: MemorySpace, vector: np.ndarray, result: Retrieva
         end_user_id=space.end_user_id, assistant_id=space.assistant_id, kind=KnowledgeKind.ASSISTANT
     )
     for queryset, target in ((user, result.user_knowledge), (assistant, result.assistant_knowledge)):
-        scored = queryset.annotate(score=_similarity(vector)).defer("embedding").order_by("-score", "-id")[:limit]
+        scored = queryset.annotate(score=_similarity(vector)).without_vectors().order_by("-score", "-id")[:limit]
         target.extend(ScoredKnowledge(entry=e, score=float(e.score)) for e in scored)
 
 
 def _retrieve_pinned(space: MemorySpace, result: RetrievalResult) -> None:
     """Pinned memories are always included: pages and segments of this space, the user's knowledge."""
-    result.pinned_pages = list(Page.objects.filter(space=space, pinned=True).defer(*BODY_ONLY).order_by("seq"))
-    result.pinned_segments = list(Segment.objects.filter(space=space, pinned=True).defer("embedding").order_by("id"))
+    result.pinned_pages = list(Page.objects.filter(space=space, pinned=True).without_vectors().order_by("seq"))
+    result.pinned_segments = list(Segment.objects.filter(space=space, pinned=True).without_vectors().order_by("id"))
     result.pinned_knowledge = list(
         KnowledgeEntry.objects.filter(end_user_id=space.end_user_id, pinned=True)
         .filter(Q(kind=KnowledgeKind.USER) | Q(assistant_id=space.assistant_id))
-        .defer("embedding")
+        .without_vectors()
         .order_by("id")
     )
