@@ -103,6 +103,7 @@ INSTALLED_APPS = [
     "chat",
     "dashboard",
     "api",
+    "memoryos_site",  # the project's own commands: serve
 ]
 
 MIDDLEWARE = [
