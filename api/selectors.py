@@ -62,7 +62,7 @@ def assistant_list(tenant: Tenant, *, active: bool | None = None) -> QuerySet[As
 
 def page_list(tenant: Tenant, *, filters: dict) -> QuerySet[Page]:
     pages = Page.objects.filter(space__tenant=tenant).select_related("space__end_user", "space__assistant")
-    pages = pages.defer("embedding", "topic_embedding")
+    pages = pages.without_vectors()
     lookups = {
         "user": "space__end_user__external_id",
         "assistant": "space__assistant__external_id",
@@ -82,7 +82,7 @@ def segment_list(tenant: Tenant, *, filters: dict) -> QuerySet[Segment]:
         Segment.objects.filter(space__tenant=tenant)
         .select_related("space__end_user", "space__assistant")
         .annotate(page_count=Count("pages"))
-        .defer("embedding")
+        .without_vectors()
     )
     lookups = {"user": "space__end_user__external_id", "assistant": "space__assistant__external_id"}
     lookups |= {"pinned": "pinned", "locked": "locked"}
@@ -102,7 +102,7 @@ def knowledge_list(tenant: Tenant, *, filters: dict) -> QuerySet[KnowledgeEntry]
         KnowledgeEntry.objects.filter(end_user__tenant=tenant)
         .select_related("end_user", "assistant")
         .prefetch_related("source_pages")
-        .defer("embedding")
+        .without_vectors()
     )
     lookups = {"user": "end_user__external_id", "assistant": "assistant__external_id", "kind": "kind"}
     lookups |= {"pinned": "pinned", "locked": "locked"}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from memory.models import Page
-from memory.offline import extract_keywords
 from memory.retrieval import RetrievalResult
+from memory.text import extract_keywords
 
 OFFLINE_LABEL = "(Offline mode — no language model is configured.)"
 # Cosine similarity above which a retrieved page or fact counts as relevant enough to mention.

@@ -24,7 +24,8 @@ from memory.services.audit import Actor
 from memory.services.governance import reply_memory_record
 from memory.services.replies import chat_reply_claim, chat_reply_complete, chat_reply_fail
 from memory.services.turns import InvalidTurn, space_get_or_create, turn_record
-from memory.steps import Usage, llm_configured
+from memory.step_types import Usage
+from memory.steps import llm_configured
 
 IDEMPOTENCY_KEY_MAX = 100
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from django.conf import settings
 from django.utils.safestring import SafeString, mark_safe
 
-from memory.heat import Heat
+from memory.heat import Heat, heat_terms, recency_decay
 from memory.models.events import EventKind
 from memory.selectors.console import SegmentDetail, SegmentRow, TenantOverview
 
@@ -57,6 +57,12 @@ class HeatPoint:
     label: str
 
 
+def _stacked_terms(items: Iterable[HeatPoint | Heat]) -> tuple[list[float], list[float], list[float]]:
+    """The α·N_visit, β·L_interaction and γ·R_recency terms of each point or heat, as three series to stack."""
+    terms = [heat_terms(item.n_visit, item.l_interaction, item.r_recency) for item in items]
+    return [t[0] for t in terms], [t[1] for t in terms], [t[2] for t in terms]
+
+
 def heat_points(samples: list, now: datetime, current: Heat, steps: int = 12) -> list[HeatPoint]:
     """The heat history as points to draw: each sample, and between samples the recency decaying as exp(−Δt/μ).
 
@@ -72,7 +78,7 @@ def heat_points(samples: list, now: datetime, current: Heat, steps: int = 12) ->
         span = (until - sample.at).total_seconds()
         for step in range(1, steps + 1):
             at = sample.at + (until - sample.at) * step / steps
-            decay = math.exp(-(span * step / steps) / settings.MEMORY_RECENCY_MU)
+            decay = recency_decay(span * step / steps)
             points.append(HeatPoint(at, sample.n_visit, sample.l_interaction, sample.r_recency * decay, "decay"))
     points.append(HeatPoint(now, current.n_visit, current.l_interaction, current.r_recency, "now"))
     return points
@@ -80,12 +86,9 @@ def heat_points(samples: list, now: datetime, current: Heat, steps: int = 12) ->
 
 def segment_heat_figure(detail: SegmentDetail, now: datetime) -> go.Figure:
     """The segment's heat over time, its components stacked, with promotions and evictions marked."""
-    alpha, beta, gamma = settings.MEMORY_HEAT_ALPHA, settings.MEMORY_HEAT_BETA, settings.MEMORY_HEAT_GAMMA
     points = heat_points(detail.samples, now, detail.heat)
     times = [p.at for p in points]
-    visits = [alpha * p.n_visit for p in points]
-    interaction = [beta * p.l_interaction for p in points]
-    recency = [gamma * p.r_recency for p in points]
+    visits, interaction, recency = _stacked_terms(points)
     fig = go.Figure()
     for name, values, colour in (
         ("α·N_visit (visits)", visits, COLOURS["visits"]),
@@ -143,12 +146,12 @@ def user_heat_figure(rows: list[SegmentRow], limit: int = 30) -> go.Figure:
     shown = list(reversed(rows[:limit]))
     count = len(shown)
     labels = [f"{count - i}. {_label(r.segment.summary, 34)}" for i, r in enumerate(shown)]  # ranks keep them unique
-    alpha, beta, gamma = settings.MEMORY_HEAT_ALPHA, settings.MEMORY_HEAT_BETA, settings.MEMORY_HEAT_GAMMA
+    visits, interaction, recency = _stacked_terms(r.heat for r in shown)
     fig = go.Figure()
     for name, values, colour in (
-        ("α·N_visit", [alpha * r.heat.n_visit for r in shown], COLOURS["visits"]),
-        ("β·L_interaction", [beta * r.heat.l_interaction for r in shown], COLOURS["interaction"]),
-        ("γ·R_recency", [gamma * r.heat.r_recency for r in shown], COLOURS["recency"]),
+        ("α·N_visit", visits, COLOURS["visits"]),
+        ("β·L_interaction", interaction, COLOURS["interaction"]),
+        ("γ·R_recency", recency, COLOURS["recency"]),
     ):
         fig.add_trace(go.Bar(y=labels, x=values, name=name, orientation="h", marker_color=colour))
     tau = settings.MEMORY_PROMOTION_THRESHOLD

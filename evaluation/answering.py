@@ -18,7 +18,7 @@ from evaluation.locomo import NO_MESSAGE, NO_REPLY
 from evaluation.scoring import tokens
 from memory.llm import LLMError, get_llm
 from memory.models import Page
-from memory.offline import STOPWORDS, split_sentences
+from memory.text import STOPWORDS, split_sentences
 
 OFFLINE_LABEL = "offline-extractive: the best-matching memory sentence plus its page's date; no model"
 NOT_MENTIONED = "Not mentioned in the conversation."

@@ -272,7 +272,7 @@ def user_page_data(*, end_user_id: int) -> dict:
     now = timezone.now()
     segments = list(
         Segment.objects.filter(space__in=spaces)
-        .defer("embedding")
+        .without_vectors()
         .annotate(page_count=Count("pages"))
         .order_by("-last_touched_at")
     )
@@ -280,13 +280,11 @@ def user_page_data(*, end_user_id: int) -> dict:
         "end_user": end_user,
         "spaces": spaces,
         "short_term": list(
-            Page.objects.filter(space__in=spaces, tier=Tier.SHORT_TERM)
-            .defer("embedding", "topic_embedding")
-            .order_by("seq")
+            Page.objects.filter(space__in=spaces, tier=Tier.SHORT_TERM).without_vectors().order_by("seq")
         ),
         "segments": [(s, segment_heat(s, now)) for s in segments],
         "profile": ProfileVersion.objects.filter(end_user=end_user).order_by("-number").first(),
-        "knowledge": list(KnowledgeEntry.objects.filter(end_user=end_user).defer("embedding").order_by("-created_at")),
+        "knowledge": list(KnowledgeEntry.objects.filter(end_user=end_user).without_vectors().order_by("-created_at")),
         "events": list(MemoryEvent.objects.filter(end_user=end_user).order_by("-created_at")[:50]),
     }
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from evaluation.benchtext import TOPICS
 from memory.llm import LLMReply
-from memory.offline import extract_keywords, split_sentences
+from memory.text import extract_keywords, split_sentences
 
 WORD = re.compile(r"[a-z]+")
 NOISE = 0.8  # texts of one topic have a cosine of about 1 / (1 + NOISE²) ≈ 0.6; of two topics, about 0

@@ -1,7 +1,8 @@
 """Heat, recency and the segment-matching score F: pure functions of their inputs and `now`.
 
 heat = α·N_visit + β·L_interaction + γ·R_recency, R_recency = exp(−Δt/μ), Δt since the segment was last touched.
-F(s) = cos(e_s, e_p) + Jaccard(K_s, K_p).
+F(s) = cos(e_s, e_p) + Jaccard(K_s, K_p). `heat_sql` is the same heat formula as a database expression, for
+sorting and aggregating segments in SQL; a test keeps the two equal.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
+from django.db.models import DurationField, Expression, ExpressionWrapper, F, FloatField, Value
+from django.db.models.functions import Cast, Exp, Extract, Greatest
 
 
 @dataclass(frozen=True)
@@ -24,22 +27,48 @@ class Heat:
     value: float
 
 
-def recency(last_touched_at: datetime, now: datetime, mu: float | None = None) -> float:
-    """exp(−Δt/μ); a touch in the future (clock skew) counts as now."""
+def recency_decay(seconds: float, mu: float | None = None) -> float:
+    """exp(−Δt/μ) for Δt in seconds; a negative Δt (a touch in the future, clock skew) counts as none."""
     mu = settings.MEMORY_RECENCY_MU if mu is None else mu
-    seconds = max((now - last_touched_at).total_seconds(), 0.0)
-    return math.exp(-seconds / mu)
+    return math.exp(-max(seconds, 0.0) / mu)
+
+
+def recency(last_touched_at: datetime, now: datetime, mu: float | None = None) -> float:
+    """exp(−Δt/μ), Δt since `last_touched_at`; a touch in the future (clock skew) counts as now."""
+    return recency_decay((now - last_touched_at).total_seconds(), mu)
+
+
+def heat_terms(n_visit: int, l_interaction: int, r_recency: float) -> tuple[float, float, float]:
+    """The three weighted terms of heat, α·N_visit, β·L_interaction and γ·R_recency; their sum is the heat."""
+    return (
+        settings.MEMORY_HEAT_ALPHA * n_visit,
+        settings.MEMORY_HEAT_BETA * l_interaction,
+        settings.MEMORY_HEAT_GAMMA * r_recency,
+    )
 
 
 def heat_of(*, n_visit: int, l_interaction: int, last_touched_at: datetime, now: datetime) -> Heat:
     """The heat of a segment's counters at `now`, with the configured α, β, γ and μ."""
     r = recency(last_touched_at, now)
-    value = (
-        settings.MEMORY_HEAT_ALPHA * n_visit
-        + settings.MEMORY_HEAT_BETA * l_interaction
-        + settings.MEMORY_HEAT_GAMMA * r
+    visits, interaction, recent = heat_terms(n_visit, l_interaction, r)
+    return Heat(n_visit=n_visit, l_interaction=l_interaction, r_recency=r, value=visits + interaction + recent)
+
+
+def heat_sql(now: datetime, prefix: str = "") -> Expression:
+    """`heat_of` as a SQL expression over a segment row at `now`, with the configured α, β, γ and μ.
+
+    `prefix` reaches the segment through relations (e.g. "memory_spaces__segments__"). Builds an expression only:
+    no query is run.
+    """
+    delta = ExpressionWrapper(Value(now) - F(f"{prefix}last_touched_at"), output_field=DurationField())
+    age = Cast(Extract(delta, "epoch"), FloatField())
+    r_recency = Exp(-Greatest(age, Value(0.0)) / Value(float(settings.MEMORY_RECENCY_MU)))
+    return ExpressionWrapper(
+        Value(float(settings.MEMORY_HEAT_ALPHA)) * F(f"{prefix}n_visit")
+        + Value(float(settings.MEMORY_HEAT_BETA)) * F(f"{prefix}l_interaction")
+        + Value(float(settings.MEMORY_HEAT_GAMMA)) * r_recency,
+        output_field=FloatField(),
     )
-    return Heat(n_visit=n_visit, l_interaction=l_interaction, r_recency=r, value=value)
 
 
 def segment_heat(segment, now: datetime) -> Heat:

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from memory.llm import LLMError, LLMReply, get_llm
-from memory.steps import ChainTopic, Facts, StepFailed, TurnText, Usage
+from memory.step_types import ChainTopic, Facts, StepFailed, TurnText, Usage
 
 T = TypeVar("T")
 

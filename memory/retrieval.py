@@ -12,18 +12,17 @@ from datetime import datetime
 
 import numpy as np
 from django.conf import settings
-from django.db.models import F, FloatField, Q, Value
+from django.db.models import FloatField, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from memory.heat import f_score, heat_of, jaccard
-from memory.models import HeatSample, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
-from memory.models.tiers import HeatEvent, KnowledgeKind, Tier
-from memory.offline import extract_keywords
+from memory.heat import f_score, jaccard
+from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
+from memory.models.tiers import KnowledgeKind, Tier
 from memory.services.embedding_state import embedder_for_store
-
-BODY_ONLY = ("embedding", "topic_embedding")
+from memory.services.heat_samples import segment_visits_record
+from memory.text import extract_keywords
 
 
 def _similarity(vector: np.ndarray):
@@ -129,7 +128,7 @@ def retrieve(
     """
     now = now or timezone.now()
     result = RetrievalResult(query=query, query_keywords=extract_keywords(query))
-    result.short_term = list(Page.objects.filter(space=space, tier=Tier.SHORT_TERM).defer(*BODY_ONLY).order_by("seq"))
+    result.short_term = list(Page.objects.filter(space=space, tier=Tier.SHORT_TERM).without_vectors().order_by("seq"))
     result.profile = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number").first()
     _retrieve_pinned(space, result)
     if query.strip():
@@ -138,17 +137,14 @@ def retrieve(
         _retrieve_pages(space, vector, segment_rows, result)
         _retrieve_knowledge(space, vector, result)
         if record_visits:
-            _record_visits(space, segment_rows, result, now)
+            supplied = {scored.page.segment_id for scored in result.pages}
+            result.visited_segment_ids = segment_visits_record(segment_ids=supplied, now=now)
     return result
 
 
 def _score_segments(space: MemorySpace, vector: np.ndarray, query_keywords: list[str]) -> dict[int, dict]:
     """F(query) for every segment of the space (at most MTM capacity rows), best first."""
-    rows = (
-        Segment.objects.filter(space=space)
-        .annotate(cosine=_similarity(vector))
-        .values("id", "keywords", "cosine", "n_visit", "l_interaction", "last_touched_at")
-    )
+    rows = Segment.objects.filter(space=space).annotate(cosine=_similarity(vector)).values("id", "keywords", "cosine")
     for row in rows:
         row["jaccard"] = jaccard(query_keywords, row["keywords"])
         row["score"] = f_score(row["cosine"], query_keywords, row["keywords"])
@@ -159,7 +155,7 @@ def _score_segments(space: MemorySpace, vector: np.ndarray, query_keywords: list
 def _retrieve_pages(space: MemorySpace, vector: np.ndarray, segment_rows: dict[int, dict], result) -> None:
     if not segment_rows:
         return
-    segments = Segment.objects.filter(id__in=segment_rows).defer("embedding").in_bulk()
+    segments = Segment.objects.filter(id__in=segment_rows).without_vectors().in_bulk()
     result.segments = [
         ScoredSegment(segment=segments[sid], score=row["score"], cosine=row["cosine"], keyword_overlap=row["jaccard"])
         for sid, row in segment_rows.items()
@@ -168,7 +164,7 @@ def _retrieve_pages(space: MemorySpace, vector: np.ndarray, segment_rows: dict[i
     pages = (
         Page.objects.filter(segment_id__in=list(segment_rows))
         .annotate(score=_similarity(vector))
-        .defer(*BODY_ONLY)
+        .without_vectors()
         .order_by("-score", "-seq")[: settings.MEMORY_RETRIEVE_PAGES]
     )
     result.pages = [ScoredPage(page=p, score=float(p.score)) for p in pages]
@@ -183,42 +179,17 @@ def _retrieve_knowledge(space: MemorySpace, vector: np.ndarray, result: Retrieva
         end_user_id=space.end_user_id, assistant_id=space.assistant_id, kind=KnowledgeKind.ASSISTANT
     )
     for queryset, target in ((user, result.user_knowledge), (assistant, result.assistant_knowledge)):
-        scored = queryset.annotate(score=_similarity(vector)).defer("embedding").order_by("-score", "-id")[:limit]
+        scored = queryset.annotate(score=_similarity(vector)).without_vectors().order_by("-score", "-id")[:limit]
         target.extend(ScoredKnowledge(entry=e, score=float(e.score)) for e in scored)
 
 
 def _retrieve_pinned(space: MemorySpace, result: RetrievalResult) -> None:
     """Pinned memories are always included: pages and segments of this space, the user's knowledge."""
-    result.pinned_pages = list(Page.objects.filter(space=space, pinned=True).defer(*BODY_ONLY).order_by("seq"))
-    result.pinned_segments = list(Segment.objects.filter(space=space, pinned=True).defer("embedding").order_by("id"))
+    result.pinned_pages = list(Page.objects.filter(space=space, pinned=True).without_vectors().order_by("seq"))
+    result.pinned_segments = list(Segment.objects.filter(space=space, pinned=True).without_vectors().order_by("id"))
     result.pinned_knowledge = list(
         KnowledgeEntry.objects.filter(end_user_id=space.end_user_id, pinned=True)
         .filter(Q(kind=KnowledgeKind.USER) | Q(assistant_id=space.assistant_id))
-        .defer("embedding")
+        .without_vectors()
         .order_by("id")
     )
-
-
-def _record_visits(space: MemorySpace, segment_rows: dict[int, dict], result: RetrievalResult, now: datetime) -> None:
-    supplied = sorted({p.page.segment_id for p in result.pages})
-    if not supplied:
-        return
-    Segment.objects.filter(id__in=supplied).update(n_visit=F("n_visit") + 1, last_touched_at=now)
-    samples = []
-    for sid in supplied:
-        row = segment_rows[sid]
-        heat = heat_of(n_visit=row["n_visit"] + 1, l_interaction=row["l_interaction"], last_touched_at=now, now=now)
-        samples.append(
-            HeatSample(
-                segment_id=sid,
-                space_id=space.id,
-                at=now,
-                n_visit=heat.n_visit,
-                l_interaction=heat.l_interaction,
-                r_recency=heat.r_recency,
-                heat=heat.value,
-                event=HeatEvent.VISITED,
-            )
-        )
-    HeatSample.objects.bulk_create(samples)
-    result.visited_segment_ids = supplied

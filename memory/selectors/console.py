@@ -16,9 +16,7 @@ from django.db.models import (
     Case,
     CharField,
     Count,
-    DurationField,
     Exists,
-    ExpressionWrapper,
     F,
     FloatField,
     IntegerField,
@@ -32,9 +30,9 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Cast, Coalesce, Exp, Extract, Greatest, TruncDate
+from django.db.models.functions import Cast, Coalesce, TruncDate
 
-from memory.heat import Heat, segment_heat
+from memory.heat import Heat, heat_sql, segment_heat
 from memory.models import (
     ActorKind,
     AuditEntry,
@@ -55,28 +53,7 @@ from memory.models.events import EventKind, EventStatus
 from memory.models.tiers import KnowledgeKind, Tier
 from memory.retrieval import RetrievalResult, retrieve
 
-VECTORS = ("embedding", "topic_embedding")
-
 # --- Users list -------------------------------------------------------------------------------------------------
-
-
-def heat_sql(now: datetime, prefix: str = ""):
-    """The heat formula of memory.heat as a SQL expression over a segment row (for sorting and the users list).
-
-    heat = α·N_visit + β·L_interaction + γ·exp(−max(now − last_touched_at, 0)/μ); kept equal to heat_of by a test.
-    `prefix` reaches the segment through relations (e.g. "memory_spaces__segments__").
-    """
-    age = Cast(
-        Extract(ExpressionWrapper(Value(now) - F(f"{prefix}last_touched_at"), output_field=DurationField()), "epoch"),
-        FloatField(),
-    )
-    recency = Exp(-Greatest(age, Value(0.0)) / Value(float(settings.MEMORY_RECENCY_MU)))
-    return ExpressionWrapper(
-        Value(float(settings.MEMORY_HEAT_ALPHA)) * F(f"{prefix}n_visit")
-        + Value(float(settings.MEMORY_HEAT_BETA)) * F(f"{prefix}l_interaction")
-        + Value(float(settings.MEMORY_HEAT_GAMMA)) * recency,
-        output_field=FloatField(),
-    )
 
 
 def _count_per_user(queryset: QuerySet, user_path: str):
@@ -212,16 +189,16 @@ def user_memory(*, end_user: EndUser, assistant_external_id: str = "", now: date
     )
     if space is None:
         return memory
-    pages = Page.objects.filter(space=space).defer(*VECTORS)
+    pages = Page.objects.filter(space=space).without_vectors()
     memory.short_term = list(pages.filter(tier=Tier.SHORT_TERM).order_by("seq"))
     memory.pending_pages = pages.filter(tier=Tier.MID_TERM, segment__isnull=True).count()
-    segments = Segment.objects.filter(space=space).defer("embedding").annotate(page_count=Count("pages"))
+    segments = Segment.objects.filter(space=space).without_vectors().annotate(page_count=Count("pages"))
     rows = [SegmentRow(segment=s, heat=segment_heat(s, now), page_count=s.page_count) for s in segments]
     memory.segments = sorted(rows, key=lambda r: (-r.heat.value, r.segment.id))
     knowledge = (
         KnowledgeEntry.objects.filter(end_user=end_user)
         .filter(Q(kind=KnowledgeKind.USER) | Q(assistant=space.assistant))
-        .defer("embedding")
+        .without_vectors()
         .annotate(source_count=Count("source_pages"))
         .order_by("-created_at", "-id")
     )
@@ -235,7 +212,7 @@ def user_memory(*, end_user: EndUser, assistant_external_id: str = "", now: date
 
 def segment_in_tenant(*, tenant: Tenant, segment_id: int) -> Segment:
     return (
-        Segment.objects.defer("embedding")
+        Segment.objects.without_vectors()
         .select_related("space__end_user", "space__assistant")
         .get(space__tenant=tenant, pk=segment_id)
     )
@@ -254,7 +231,7 @@ class SegmentDetail:
 
 def segment_detail(*, segment: Segment, now: datetime) -> SegmentDetail:
     """The segment's pages grouped into dialogue chains, its heat history and events, and knowledge from it."""
-    pages = list(Page.objects.filter(segment=segment).defer(*VECTORS).select_related("reply").order_by("seq"))
+    pages = list(Page.objects.filter(segment=segment).without_vectors().select_related("reply").order_by("seq"))
     chains: dict[int, list[Page]] = {}
     for page in pages:
         chains.setdefault(page.chain_head_id or page.id, []).append(page)
@@ -268,16 +245,15 @@ def segment_detail(*, segment: Segment, now: datetime) -> SegmentDetail:
         chains=list(chains.values()),
         samples=list(HeatSample.objects.filter(segment=segment).order_by("at", "id")),
         events=list(events.filter(created_at__gte=segment.created_at).order_by("created_at")),
-        knowledge=list(KnowledgeEntry.objects.filter(source_segment=segment).defer("embedding").order_by("id")),
+        knowledge=list(KnowledgeEntry.objects.filter(source_segment=segment).without_vectors().order_by("id")),
     )
 
 
 def page_in_tenant(*, tenant: Tenant, page_id: int) -> Page:
     """The page with its space, owner, assistant, segment, source reply and chain neighbours."""
-    neighbours = [f"{n}__{v}" for n in ("prev_page", "next_page") for v in VECTORS] + ["segment__embedding"]
     return (
         Page.objects.select_related("space__end_user", "space__assistant", "segment", "reply", "prev_page", "next_page")
-        .defer(*VECTORS, *neighbours)
+        .without_vectors("prev_page", "next_page", "segment")
         .get(space__tenant=tenant, pk=page_id)
     )
 
@@ -295,16 +271,16 @@ def page_detail(*, page: Page) -> PageDetail:
     return PageDetail(
         page=page,
         reply=getattr(page, "reply", None),
-        knowledge=list(page.knowledge.defer("embedding").order_by("id")),
+        knowledge=list(page.knowledge.without_vectors().order_by("id")),
         profile_versions=list(page.profile_versions.order_by("number")),
     )
 
 
 def knowledge_in_tenant(*, tenant: Tenant, entry_id: int) -> KnowledgeEntry:
     return (
-        KnowledgeEntry.objects.defer("embedding")
+        KnowledgeEntry.objects.without_vectors()
         .select_related("end_user", "assistant", "source_segment")
-        .prefetch_related(Prefetch("source_pages", queryset=Page.objects.defer(*VECTORS).order_by("seq")))
+        .prefetch_related(Prefetch("source_pages", queryset=Page.objects.without_vectors().order_by("seq")))
         .get(end_user__tenant=tenant, pk=entry_id)
     )
 

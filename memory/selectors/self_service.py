@@ -14,9 +14,6 @@ from django.db.models import Count, Prefetch, Q, QuerySet
 from memory.models import Assistant, ChatReply, EndUser, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
 from memory.models.tiers import KnowledgeKind
 
-PAGE_BODY_ONLY = ("embedding", "topic_embedding")
-
-
 # --- Whose chat is this -----------------------------------------------------------------------------------------
 
 
@@ -125,9 +122,7 @@ def conversation_recent(*, space: MemorySpace | None, limit: int) -> list[Turn]:
     """The latest `limit` turns of the pair, oldest first, each explained; five queries however many there are."""
     if space is None:
         return []
-    pages = list(
-        Page.objects.filter(space=space).select_related("reply").defer(*PAGE_BODY_ONLY).order_by("-seq")[:limit]
-    )
+    pages = list(Page.objects.filter(space=space).select_related("reply").without_vectors().order_by("-seq")[:limit])
     pages.reverse()
     replies = {page.id: page.reply for page in pages if hasattr(page, "reply")}
     used = memory_used_explained(space=space, replies=list(replies.values()))
@@ -184,23 +179,23 @@ def remembered_for(*, end_user: EndUser, assistant: Assistant, recent_limit: int
     knowledge = list(
         KnowledgeEntry.objects.filter(end_user=end_user)
         .filter(Q(kind=KnowledgeKind.USER) | Q(kind=KnowledgeKind.ASSISTANT, assistant=assistant))
-        .defer("embedding")
+        .without_vectors()
         .order_by("-created_at", "-id")
     )
     segments, recent = [], []
     if space is not None:
-        segment_pages = Page.objects.defer(*PAGE_BODY_ONLY).order_by("seq")
+        segment_pages = Page.objects.without_vectors().order_by("seq")
         segments = list(
             Segment.objects.filter(space=space)
             .annotate(page_count=Count("pages"))
             .prefetch_related(Prefetch("pages", queryset=segment_pages))
-            .defer("embedding")
+            .without_vectors()
             .order_by("-last_touched_at", "-id")
         )
         recent = list(
             Page.objects.filter(space=space)
             .select_related("segment")
-            .defer(*PAGE_BODY_ONLY, "segment__embedding")
+            .without_vectors("segment")
             .order_by("-seq")[:recent_limit]
         )
     return Remembered(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memory.models import MemoryEvent, MemorySpace
 from memory.models.events import EventStatus
-from memory.steps import Usage
+from memory.step_types import Usage
 
 
 def event_record(

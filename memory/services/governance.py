@@ -24,11 +24,11 @@ from memory.models import (
     Segment,
 )
 from memory.models.tiers import ProfileAuthor
-from memory.offline import split_sentences
 from memory.retrieval import segment_central_summary
 from memory.services.audit import Actor, audit_record, audit_tombstone_quoting, audit_tombstone_target
 from memory.services.embedding_state import embedder_for_store
 from memory.services.promotion import text_hash
+from memory.text import split_sentences
 
 MAX_MEMORY_TEXT = 4000
 QUOTE_MIN_WORDS = 4

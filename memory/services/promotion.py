@@ -16,8 +16,10 @@ from memory.models.events import EventKind, EventStatus
 from memory.models.tiers import HeatEvent, KnowledgeKind
 from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
-from memory.services.updating import heat_sample_record, space_updating_lock
-from memory.steps import MemorySteps, StepFailed, TurnText, get_steps
+from memory.services.heat_samples import heat_sample_record
+from memory.services.updating import space_updating_lock
+from memory.step_types import MemorySteps, StepFailed, TurnText
+from memory.steps import get_steps
 
 
 @dataclass

@@ -18,7 +18,7 @@ def _reembed_pages(embedder: Embedder, progress: Callable[[str, int], None]) -> 
     done = 0
     ids = list(Page.objects.order_by("id").values_list("id", flat=True))
     for start in range(0, len(ids), BATCH):
-        pages = list(Page.objects.filter(id__in=ids[start : start + BATCH]).defer("embedding", "topic_embedding"))
+        pages = list(Page.objects.filter(id__in=ids[start : start + BATCH]).without_vectors())
         vectors = embedder.embed([p.text for p in pages])
         for page, vector in zip(pages, vectors, strict=True):
             page.embedding = vector
@@ -32,7 +32,7 @@ def _reembed_pages(embedder: Embedder, progress: Callable[[str, int], None]) -> 
 def _reembed_segments(progress: Callable[[str, int], None]) -> int:
     """A segment's vector is the centroid of its pages' topic vectors (see memory.services.updating)."""
     done = 0
-    for segment in Segment.objects.defer("embedding").iterator(chunk_size=BATCH):
+    for segment in Segment.objects.without_vectors().iterator(chunk_size=BATCH):
         vectors = [v for v in segment.pages.values_list("topic_embedding", flat=True) if v is not None]
         if vectors:
             centroid = np.mean(np.array(vectors, dtype=np.float32), axis=0)
@@ -44,7 +44,7 @@ def _reembed_segments(progress: Callable[[str, int], None]) -> int:
 
 
 def _reembed_knowledge(embedder: Embedder, progress: Callable[[str, int], None]) -> int:
-    entries = list(KnowledgeEntry.objects.defer("embedding").order_by("id"))
+    entries = list(KnowledgeEntry.objects.without_vectors().order_by("id"))
     for start in range(0, len(entries), BATCH):
         batch = entries[start : start + BATCH]
         for entry, vector in zip(batch, embedder.embed([e.text for e in batch]), strict=True):

@@ -13,7 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import ChatReply, MemorySpace, Page, ReplyStatus
-from memory.steps import Usage
+from memory.step_types import Usage
 
 
 def chat_reply_claim(*, space: MemorySpace, idempotency_key: str, user_message: str) -> tuple[ChatReply, bool]:

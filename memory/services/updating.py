@@ -18,14 +18,16 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from memory.embeddings import cosine
-from memory.heat import f_score, heat_of, is_hot, joins_segment, segment_heat
-from memory.models import HeatSample, MemorySpace, Page, Segment
+from memory.heat import f_score, heat_of, is_hot, joins_segment
+from memory.models import MemorySpace, Page, Segment
 from memory.models.events import EventKind, EventStatus
 from memory.models.tiers import HeatEvent, Tier
 from memory.retrieval import segment_candidates, segment_central_summary
 from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
-from memory.steps import ChainTopic, MemorySteps, StepFailed, TurnText, get_steps
+from memory.services.heat_samples import heat_sample_record
+from memory.step_types import ChainTopic, MemorySteps, StepFailed, TurnText
+from memory.steps import get_steps
 
 SEGMENT_KEYWORDS = 8
 UPDATING_LOCK_NAMESPACE = 0x4D4F53  # "MOS": keeps our advisory locks apart from anyone else's
@@ -219,21 +221,6 @@ def _segment_refresh(segment: Segment, page: Page) -> None:
     keywords = [k for k, _ in counts.most_common(SEGMENT_KEYWORDS)]
     summary = segment_central_summary(segment_id=segment.id, centroid=centroid) or segment.summary
     Segment.objects.filter(pk=segment.pk).update(embedding=centroid, keywords=keywords, summary=summary)
-
-
-def heat_sample_record(*, segment: Segment, event: str, now: datetime) -> HeatSample:
-    """Sample the segment's heat (from its current counters) into its heat history."""
-    heat = segment_heat(segment, now)
-    return HeatSample.objects.create(
-        segment=segment,
-        space_id=segment.space_id,
-        at=now,
-        n_visit=heat.n_visit,
-        l_interaction=heat.l_interaction,
-        r_recency=heat.r_recency,
-        heat=heat.value,
-        event=event,
-    )
 
 
 def segments_evict_past_capacity(*, space: MemorySpace, now: datetime) -> list[int]:

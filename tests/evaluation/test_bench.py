@@ -15,7 +15,7 @@ from evaluation.benchtext import TOPICS, TextGenerator
 from memory.llm import use_llm
 from memory.llm_steps import LLMSteps
 from memory.models import KnowledgeEntry, Page, Segment, Tenant
-from memory.steps import TurnText
+from memory.step_types import TurnText
 
 AT = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 

@@ -52,6 +52,12 @@ def var_dir(tmp_path):
     stop(tmp_path / "var")
 
 
+def test_a_command_that_needs_no_database_starts_none(var_dir):
+    result = manage(var_dir, "check")
+    assert result.returncode == 0, result.stderr
+    assert not (var_dir / "pgdata").exists()  # importing settings only says where the server would listen
+
+
 @pytest.mark.slow
 def test_two_processes_starting_the_embedded_server_at_once_both_get_it(var_dir):
     first = manage(var_dir, "migrate", "--no-input", background=True)

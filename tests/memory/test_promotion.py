@@ -12,7 +12,7 @@ from memory.models import KnowledgeEntry, MemoryEvent, Page, ProfileVersion, Seg
 from memory.models.events import EventKind, EventStatus
 from memory.models.tiers import HeatEvent, KnowledgeKind
 from memory.services.promotion import knowledge_enforce_capacity, segment_promote, text_hash
-from memory.steps import StepFailed
+from memory.step_types import StepFailed
 from tests.fakes import ScriptedLLM
 from tests.memory.conftest import T0
 

@@ -1,0 +1,92 @@
+"""The types the memory steps exchange: what a step reads, what it returns, what it spent, how it fails.
+
+The dispatcher (memory.steps) and both implementations (memory.offline, memory.llm_steps) import these, so none of
+them imports another for its types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class TurnText:
+    """A page as the steps see it: two texts and a time."""
+
+    user_message: str
+    assistant_reply: str
+    at: datetime
+
+    @property
+    def text(self) -> str:
+        return f"User: {self.user_message}\nAssistant: {self.assistant_reply}"
+
+
+@dataclass(frozen=True)
+class ChainTopic:
+    """Result of placing one evicted page: dialogue continuity, the chain's summary, the page's topic."""
+
+    continues: bool
+    chain_summary: str
+    topic_summary: str
+    keywords: list[str]
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Short, dated, self-contained facts about the user and about what the assistant did or committed to."""
+
+    user: list[str] = field(default_factory=list)
+    assistant: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Usage:
+    """LLM calls and tokens one step used (all zero offline)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.calls += other.calls
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+
+
+class StepFailed(Exception):
+    """A step could not produce a valid result (LLM down, timed out, or answered garbage twice).
+
+    Carries the usage spent so the failure can be recorded; nothing of the step may be stored as memory.
+    """
+
+    def __init__(self, message: str, usage: Usage | None = None, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.usage = usage or Usage()
+        self.retryable = retryable
+
+
+class MemorySteps(Protocol):
+    """One way of doing the memory steps: offline heuristics or an LLM."""
+
+    mode: str  # "offline" or "llm"
+    usage: Usage  # accumulated over this object's calls
+
+    def chain_and_topic(
+        self, *, previous: TurnText | None, previous_chain_summary: str, page: TurnText, similarity: float | None
+    ) -> ChainTopic:
+        """Decide continuity with the previous evicted page, roll the chain summary, summarise the topic.
+
+        `similarity` is the cosine between the two pages' embeddings (None without a previous page).
+        """
+        ...
+
+    def profile_update(self, *, profile: str, pages: list[TurnText]) -> str:
+        """The updated profile text given the current one and new pages."""
+        ...
+
+    def knowledge_extract(self, *, pages: list[TurnText]) -> Facts:
+        """Facts about the user and the assistant found in the pages."""
+        ...

@@ -1,0 +1,1 @@
+"""A PostgreSQL database backend that starts the embedded server before its first connection."""

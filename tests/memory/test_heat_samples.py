@@ -1,0 +1,48 @@
+"""Heat samples: a visit counts once per segment and samples the heat from the counters as updated."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from memory.heat import heat_of
+from memory.models import HeatSample, Segment
+from memory.models.tiers import HeatEvent
+from memory.services.heat_samples import segment_visits_record
+from tests.memory.conftest import T0
+
+NOW = T0 + timedelta(days=1)
+
+
+def segment(space, **counters) -> Segment:
+    return Segment.objects.create(space=space, summary="s", keywords=["s"], last_touched_at=T0, **counters)
+
+
+def test_a_visit_counts_once_per_segment_and_samples_the_updated_counters(space):
+    visited, other = segment(space, n_visit=2, l_interaction=5), segment(space)
+    assert segment_visits_record(segment_ids=[visited.id, visited.id], now=NOW) == [visited.id]
+    visited.refresh_from_db()
+    assert (visited.n_visit, visited.last_touched_at) == (3, NOW)
+    sample = HeatSample.objects.get(segment=visited)
+    expected = heat_of(n_visit=3, l_interaction=5, last_touched_at=NOW, now=NOW)
+    assert (sample.event, sample.at, sample.space_id) == (HeatEvent.VISITED, NOW, space.id)
+    assert (sample.n_visit, sample.l_interaction, sample.r_recency) == (3, 5, 1.0)
+    assert sample.heat == pytest.approx(expected.value)
+    other.refresh_from_db()
+    assert other.n_visit == 0 and not HeatSample.objects.filter(segment=other).exists()
+
+
+def test_visits_to_many_segments_take_two_queries(space, django_assert_num_queries):
+    ids = [segment(space).id for _ in range(5)]
+    with django_assert_num_queries(2):
+        assert segment_visits_record(segment_ids=reversed(ids), now=NOW) == ids
+
+
+def test_no_segment_no_query_and_a_deleted_segment_is_skipped(space, django_assert_num_queries):
+    with django_assert_num_queries(0):
+        assert segment_visits_record(segment_ids=[], now=NOW) == []
+    gone = segment(space)
+    Segment.objects.filter(pk=gone.pk).delete()
+    assert segment_visits_record(segment_ids=[gone.id], now=NOW) == []
+    assert not HeatSample.objects.exists()

@@ -1,0 +1,39 @@
+"""without_vectors(): reads leave every embedding column in the database, the model's own and its relations'."""
+
+from __future__ import annotations
+
+from memory.models import KnowledgeEntry, Page, Segment
+from memory.models.tiers import vector_fields
+from tests.memory.conftest import record
+
+
+def test_the_vector_columns_are_read_from_the_models_fields():
+    assert vector_fields(Page) == ("embedding", "topic_embedding")
+    assert vector_fields(Segment) == ("embedding",)
+    assert vector_fields(KnowledgeEntry) == ("embedding",)
+
+
+def test_it_defers_every_vector_column_of_the_model():
+    for model in (Page, Segment, KnowledgeEntry):
+        assert model.objects.without_vectors().query.deferred_loading == (frozenset(vector_fields(model)), True)
+
+
+def test_it_defers_the_vector_columns_of_related_rows_too():
+    deferred, _ = Page.objects.without_vectors("prev_page", "segment").query.deferred_loading
+    assert deferred == {
+        "embedding",
+        "topic_embedding",
+        "prev_page__embedding",
+        "prev_page__topic_embedding",
+        "segment__embedding",
+    }
+
+
+def test_a_page_read_without_vectors_loads_them_only_when_asked(space, django_assert_num_queries):
+    record(space, "I bake sourdough every Sunday")
+    page = Page.objects.filter(space=space).without_vectors().get()
+    assert page.get_deferred_fields() == {"embedding", "topic_embedding"}
+    assert page.user_message == "I bake sourdough every Sunday"
+    with django_assert_num_queries(1):
+        _ = page.embedding
+    assert "embedding" not in page.get_deferred_fields()
