@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from pgvector.django import VectorField
@@ -27,6 +29,8 @@ class Page(models.Model):
     In STM while `tier` is stm. Evicted pages are mid-term; `segment` is null until the updating task has placed
     them ("pending"). `prev_page` links the dialogue chain and lives in the database, so it survives restarts.
     """
+
+    item_kind: ClassVar[str] = "page"  # its name in memory.items and in audit entries' target_type
 
     space = models.ForeignKey(MemorySpace, on_delete=models.CASCADE, related_name="pages")
     seq = models.BigIntegerField()
@@ -69,12 +73,19 @@ class Page(models.Model):
     def text(self) -> str:
         return f"User: {self.user_message}\nAssistant: {self.assistant_reply}"
 
+    @property
+    def end_user(self) -> EndUser:
+        """Whose memory this is (the owner of its space)."""
+        return self.space.end_user
+
     def __str__(self) -> str:
         return f"page {self.seq} of {self.space_id}"
 
 
 class Segment(models.Model):
     """Pages grouped by topic. Heat is derived from the counters at read time (memory.heat)."""
+
+    item_kind: ClassVar[str] = "segment"
 
     space = models.ForeignKey(MemorySpace, on_delete=models.CASCADE, related_name="segments")
     summary = models.TextField()
@@ -94,6 +105,11 @@ class Segment(models.Model):
             models.CheckConstraint(condition=models.Q(l_interaction__gte=0), name="segment_l_interaction_non_negative"),
         ]
         indexes = [models.Index(fields=["space", "last_touched_at"], name="segment_space_touched")]
+
+    @property
+    def end_user(self) -> EndUser:
+        """Whose memory this is (the owner of its space)."""
+        return self.space.end_user
 
     def __str__(self) -> str:
         return self.summary[:80]
@@ -133,6 +149,8 @@ class ProfileAuthor(models.TextChoices):
 class ProfileVersion(models.Model):
     """One version of a user's profile; the newest is current. Older versions stay for audit."""
 
+    item_kind: ClassVar[str] = "profile_version"
+
     end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="profile_versions")
     number = models.IntegerField()
     text = models.TextField()
@@ -158,6 +176,8 @@ class KnowledgeKind(models.TextChoices):
 class KnowledgeEntry(models.Model):
     """A short, dated, self-contained fact. User knowledge belongs to the user; assistant knowledge to the
     assistant *and* the user it was learnt from (never shared across users)."""
+
+    item_kind: ClassVar[str] = "knowledge"
 
     end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="knowledge")
     assistant = models.ForeignKey(Assistant, null=True, blank=True, on_delete=models.CASCADE, related_name="knowledge")
