@@ -41,7 +41,8 @@ T = TypeVar("T")
 # --- Access helpers -------------------------------------------------------------------------------------------------
 
 
-def _end_user_or_404(request: HttpRequest) -> EndUser:
+def _chat_user_or_404(request: HttpRequest) -> EndUser:
+    """The end user the logged-in account is; operators and strangers get 404."""
     end_user = end_user_for_account(request.user)
     if end_user is None:
         raise Http404("The chat is for end users")
@@ -50,7 +51,7 @@ def _end_user_or_404(request: HttpRequest) -> EndUser:
 
 def _pair_or_404(request: HttpRequest, assistant_id: str) -> tuple[EndUser, Assistant]:
     """The logged-in end user and the active assistant `assistant_id` of their own tenant."""
-    end_user = _end_user_or_404(request)
+    end_user = _chat_user_or_404(request)
     try:
         return end_user, assistant_get(tenant=end_user.tenant, external_id=assistant_id, active=True)
     except Assistant.DoesNotExist:

@@ -57,13 +57,8 @@ TABLES = {
     "auth_user": "Login account",
     "django_session": "Login sessions",
 }
-TARGETS = {
-    "memoryspace": "memory",
-    "export_job": "export",
-    "erasure_receipt": "erasure receipt",
-    "knowledge": "knowledge entry",
-    "profile_version": "profile version",
-}
+TARGETS = {"memoryspace": "memory", "export_job": "export", "erasure_receipt": "erasure receipt"}
+TARGETS |= {kind.name: kind.label for kind in ITEM_KINDS.values()}
 
 
 @register.filter

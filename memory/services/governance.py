@@ -250,7 +250,7 @@ def _scrub(space: MemorySpace, quotes: list[str], report: ForgetReport, page_ids
     report.knowledge += len(fact_ids)
     KnowledgeEntry.objects.filter(pk__in=fact_ids).delete()
     for fact_id in fact_ids:
-        audit_tombstone_target(tenant_id=space.tenant_id, target_type="knowledge", target_id=fact_id)
+        audit_tombstone_target(tenant_id=space.tenant_id, target_type=KnowledgeEntry.item_kind, target_id=fact_id)
     if not quotes:
         return
     audit_tombstone_quoting(tenant_id=space.tenant_id, subject_id=end_user.pk, quotes=quotes)
@@ -306,7 +306,7 @@ def page_forget(*, page: Page, actor: Actor, reason: str, request_id: str = "") 
     space, segment_id = page.space, page.segment_id
     report = ForgetReport(pages=1)
     quotes = _quotes([page.user_message, page.assistant_reply])
-    audit_tombstone_target(tenant_id=space.tenant_id, target_type="page", target_id=page.pk)
+    audit_tombstone_target(tenant_id=space.tenant_id, target_type=page.item_kind, target_id=page.pk)
     _audit(page, actor=actor, action="page.forget", reason=reason, request_id=request_id)
     _scrub(space, quotes, report, [page.pk])
     page.delete()
@@ -323,7 +323,7 @@ def segment_forget(*, segment: Segment, actor: Actor, reason: str, request_id: s
     space = segment.space
     pages = list(Page.objects.filter(segment=segment).values_list("id", "user_message", "assistant_reply"))
     report = ForgetReport(pages=len(pages), segments=1)
-    audit_tombstone_target(tenant_id=space.tenant_id, target_type="segment", target_id=segment.pk)
+    audit_tombstone_target(tenant_id=space.tenant_id, target_type=segment.item_kind, target_id=segment.pk)
     _audit(segment, actor=actor, action="segment.forget", reason=reason, request_id=request_id)
     quotes = _quotes([t for _, u, a in pages for t in (u, a)] + [segment.summary])
     _scrub(space, quotes, report, [pid for pid, _, _ in pages])
@@ -334,7 +334,7 @@ def segment_forget(*, segment: Segment, actor: Actor, reason: str, request_id: s
 @transaction.atomic
 def knowledge_forget(*, entry: KnowledgeEntry, actor: Actor, reason: str, request_id: str = "") -> ForgetReport:
     reason = _reason(reason)
-    audit_tombstone_target(tenant_id=entry.end_user.tenant_id, target_type="knowledge", target_id=entry.pk)
+    audit_tombstone_target(tenant_id=entry.end_user.tenant_id, target_type=entry.item_kind, target_id=entry.pk)
     _audit(entry, actor=actor, action="knowledge.forget", reason=reason, request_id=request_id)
     entry.delete()
     return ForgetReport(knowledge=1)
@@ -344,7 +344,7 @@ def knowledge_forget(*, entry: KnowledgeEntry, actor: Actor, reason: str, reques
 def profile_version_forget(*, version: ProfileVersion, actor: Actor, reason: str, request_id: str = "") -> ForgetReport:
     """Delete one profile version; if it was the current one, the previous version becomes current."""
     reason = _reason(reason)
-    audit_tombstone_target(tenant_id=version.end_user.tenant_id, target_type="profile_version", target_id=version.pk)
+    audit_tombstone_target(tenant_id=version.end_user.tenant_id, target_type=version.item_kind, target_id=version.pk)
     _audit(version, actor=actor, action="profile_version.forget", reason=reason, request_id=request_id)
     version.delete()
     return ForgetReport(profile_versions=1)
