@@ -37,9 +37,7 @@ def _id_field(**kwargs) -> drf.IntegerField:
     return drf.IntegerField(min_value=1, max_value=MAX_ID, required=False, **kwargs)
 
 
-# Each filter's `source` is the keyword of the list selector it feeds.
-
-
+# Each filter's `source` is the keyword of the list selector it feeds (the query parameter keeps its public name).
 class OwnerFilter(drf.Serializer):
     user = ExternalIdField(required=False, source="user_external_id", help_text="The end user's external id.")
     assistant = ExternalIdField(
@@ -87,7 +85,8 @@ class ItemView(ApiView):
 
 
 class ItemForgetView(ApiView):
-    """Forget one item of `kind` through its forget service; answers what was removed, counted by kind."""
+    # Forgets one item of `kind` through its forget service; answers what was removed, counted by kind.
+    # Not a docstring: drf-spectacular would show it as every forget route's description.
 
     required_scopes = {"POST": "write"}
     serializer_class = serializers.ForgetIn
