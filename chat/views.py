@@ -8,10 +8,13 @@ within the logged-in end user's own memory, so other people's ids are 404 too.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import TypeVar
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ObjectDoesNotExist
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -23,6 +26,8 @@ from chat.forms import KnowledgeCorrectionForm, MessageForm
 from chat.services import ReplyResult, reply_generate
 from memory.models import Assistant, EndUser
 from memory.selectors import self_service
+from memory.selectors.items import knowledge_get, page_get, profile_version_get, segment_get
+from memory.selectors.people import assistant_get, assistant_list
 from memory.selectors.tenancy import end_user_for_account
 from memory.services import governance
 from memory.services.audit import Actor
@@ -31,11 +36,13 @@ from memory.services.governance import memory_read_record
 from memory.services.turns import space_get_or_create
 
 REASON = "requested by the end user"
+T = TypeVar("T")
 
 # --- Access helpers -------------------------------------------------------------------------------------------------
 
 
-def _end_user_or_404(request: HttpRequest) -> EndUser:
+def _chat_user_or_404(request: HttpRequest) -> EndUser:
+    """The end user the logged-in account is; operators and strangers get 404."""
     end_user = end_user_for_account(request.user)
     if end_user is None:
         raise Http404("The chat is for end users")
@@ -43,18 +50,20 @@ def _end_user_or_404(request: HttpRequest) -> EndUser:
 
 
 def _pair_or_404(request: HttpRequest, assistant_id: str) -> tuple[EndUser, Assistant]:
-    """The logged-in end user and the assistant `assistant_id` of their own tenant."""
-    end_user = _end_user_or_404(request)
-    assistant = self_service.assistant_for(end_user, assistant_id)
-    if assistant is None:
-        raise Http404("No such assistant")
-    return end_user, assistant
+    """The logged-in end user and the active assistant `assistant_id` of their own tenant."""
+    end_user = _chat_user_or_404(request)
+    try:
+        return end_user, assistant_get(tenant=end_user.tenant, external_id=assistant_id, active=True)
+    except Assistant.DoesNotExist:
+        raise Http404("No such assistant") from None
 
 
-def _found_or_404(item):
-    if item is None:
-        raise Http404("No such memory")
-    return item
+def _own_or_404(selector: Callable[..., T], end_user: EndUser, **lookup) -> T:
+    """An item of the end user's own memory (`selector` scoped to them); anyone else's, or a gone one, is 404."""
+    try:
+        return selector(tenant=end_user.tenant, end_user=end_user, **lookup)
+    except ObjectDoesNotExist:
+        raise Http404("No such memory") from None
 
 
 # --- The chat -------------------------------------------------------------------------------------------------------
@@ -68,7 +77,7 @@ def chat_index(request: HttpRequest) -> HttpResponse:
     if end_user is None:
         messages.info(request, "The chat is for end users. Your account is an operator's.")
         return redirect("home")
-    assistants = self_service.assistants_for(end_user)
+    assistants = list(assistant_list(tenant=end_user.tenant, active=True, order="name"))
     if len(assistants) == 1:
         return redirect("chat:conversation", assistant_id=assistants[0].external_id)
     return render(request, "chat/index.html", {"end_user": end_user, "assistants": assistants})
@@ -178,8 +187,7 @@ def _memory_changed(request: HttpRequest, end_user: EndUser, assistant: Assistan
 @login_required
 def page_forget(request: HttpRequest, assistant_id: str, page_id: int) -> HttpResponse:
     end_user, assistant = _pair_or_404(request, assistant_id)
-    space = self_service.space_find(end_user=end_user, assistant=assistant)
-    page = _found_or_404(self_service.own_page(space=space, page_id=page_id))
+    page = _own_or_404(page_get, end_user, assistant=assistant, id=page_id)
     governance.page_forget(page=page, actor=Actor.end_user(end_user), reason=REASON)
     return _memory_changed(request, end_user, assistant, "Forgotten: that turn, and anything taken from it.")
 
@@ -188,8 +196,7 @@ def page_forget(request: HttpRequest, assistant_id: str, page_id: int) -> HttpRe
 @login_required
 def segment_forget(request: HttpRequest, assistant_id: str, segment_id: int) -> HttpResponse:
     end_user, assistant = _pair_or_404(request, assistant_id)
-    space = self_service.space_find(end_user=end_user, assistant=assistant)
-    segment = _found_or_404(self_service.own_segment(space=space, segment_id=segment_id))
+    segment = _own_or_404(segment_get, end_user, assistant=assistant, id=segment_id)
     governance.segment_forget(segment=segment, actor=Actor.end_user(end_user), reason=REASON)
     return _memory_changed(request, end_user, assistant, "Forgotten: that topic and its turns.")
 
@@ -198,7 +205,7 @@ def segment_forget(request: HttpRequest, assistant_id: str, segment_id: int) -> 
 @login_required
 def knowledge_forget(request: HttpRequest, assistant_id: str, entry_id: int) -> HttpResponse:
     end_user, assistant = _pair_or_404(request, assistant_id)
-    entry = _found_or_404(self_service.own_knowledge(end_user=end_user, assistant=assistant, entry_id=entry_id))
+    entry = _own_or_404(knowledge_get, end_user, assistant=assistant, id=entry_id)
     governance.knowledge_forget(entry=entry, actor=Actor.end_user(end_user), reason=REASON)
     return _memory_changed(request, end_user, assistant, "Forgotten: that fact.")
 
@@ -207,7 +214,7 @@ def knowledge_forget(request: HttpRequest, assistant_id: str, entry_id: int) -> 
 @login_required
 def profile_forget(request: HttpRequest, assistant_id: str, version_id: int) -> HttpResponse:
     end_user, assistant = _pair_or_404(request, assistant_id)
-    version = _found_or_404(self_service.own_profile_version(end_user=end_user, version_id=version_id))
+    version = _own_or_404(profile_version_get, end_user, id=version_id)
     governance.profile_version_forget(version=version, actor=Actor.end_user(end_user), reason=REASON)
     return _memory_changed(request, end_user, assistant, "Forgotten: that version of your profile.")
 
@@ -217,11 +224,11 @@ def profile_forget(request: HttpRequest, assistant_id: str, version_id: int) -> 
 def knowledge_correct(request: HttpRequest, assistant_id: str, entry_id: int) -> HttpResponse:
     """Correct a fact; an empty or too long correction shows the form again with the reason."""
     end_user, assistant = _pair_or_404(request, assistant_id)
-    entry = _found_or_404(self_service.own_knowledge(end_user=end_user, assistant=assistant, entry_id=entry_id))
+    entry = _own_or_404(knowledge_get, end_user, assistant=assistant, id=entry_id)
     form = KnowledgeCorrectionForm(request.POST)
     if form.is_valid():
         try:
-            governance.knowledge_edit(
+            governance.knowledge_update(
                 entry=entry, text=form.cleaned_data["text"], actor=Actor.end_user(end_user), reason=REASON
             )
         except governance.GovernanceError as exc:

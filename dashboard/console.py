@@ -1,14 +1,19 @@
 """What every console view needs: the operator's tenant and role (through memory.roles, the one access helper),
-the actor for the audit log, a safe `next` URL, and the page-or-fragment choice for HTMX requests."""
+selectors' answers as 404s, the actor for the audit log, a safe `next` URL, and the page-or-fragment choice for
+HTMX requests."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
-from django.http import HttpRequest
+from django.core.exceptions import ObjectDoesNotExist
+from django.http import Http404, HttpRequest
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from memory.models import EndUser, Role, Tenant
+from memory.items import ITEM_KINDS
+from memory.models import ApiToken, EndUser, ErasureReceipt, ExportJob, Role, Tenant
 from memory.roles import Permission, role_for, role_grants, tenant_for_operator_or_404
 from memory.services.audit import Actor
 from memory.services.governance import memory_read_record
@@ -34,6 +39,25 @@ def console_or_404(request: HttpRequest, slug: str, permission: Permission = Per
     """The operator's tenant `slug`: 404 when they have no role in it, 403 when their role lacks `permission`."""
     tenant = tenant_for_operator_or_404(request.user, slug, permission)
     return Console(tenant=tenant, role=role_for(request.user, tenant))
+
+
+T = TypeVar("T")
+
+# What a missing object is called on a 404 page, by the exception its selector raises.
+NOT_FOUND = {
+    EndUser.DoesNotExist: "end user",
+    ExportJob.DoesNotExist: "export",
+    ErasureReceipt.DoesNotExist: "receipt",
+    ApiToken.DoesNotExist: "token",
+} | {kind.model.DoesNotExist: kind.label for kind in ITEM_KINDS.values()}
+
+
+def get_or_404(selector: Callable[..., T], /, **lookup) -> T:
+    """`selector(**lookup)`, or 404 ("No such end user") when it raises its model's DoesNotExist."""
+    try:
+        return selector(**lookup)
+    except ObjectDoesNotExist as missing:
+        raise Http404(f"No such {NOT_FOUND.get(type(missing), 'object')}") from None
 
 
 def actor_of(request: HttpRequest) -> Actor:

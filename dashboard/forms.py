@@ -30,13 +30,20 @@ class KnowledgeEditForm(ReasonForm):
     field_order = ["text", "reason"]
 
 
+class KeywordsField(forms.CharField):
+    """A list of keywords, shown and typed comma-separated."""
+
+    def prepare_value(self, value):
+        return ", ".join(value) if isinstance(value, list) else value
+
+    def clean(self, value) -> list[str]:
+        return [k.strip() for k in super().clean(value).split(",") if k.strip()]
+
+
 class SegmentEditForm(ReasonForm):
     summary = forms.CharField(max_length=MAX_MEMORY_TEXT, widget=forms.Textarea(attrs={"rows": 3}))
-    keywords = forms.CharField(max_length=600, required=False, help_text="Comma-separated, at most 8.")
+    keywords = KeywordsField(max_length=600, required=False, help_text="Comma-separated, at most 8.")
     field_order = ["summary", "keywords", "reason"]
-
-    def clean_keywords(self) -> list[str]:
-        return [k.strip() for k in self.cleaned_data["keywords"].split(",") if k.strip()]
 
 
 class ProfileEditForm(ReasonForm):

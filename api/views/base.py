@@ -7,6 +7,10 @@ They stay thin: validate, call one selector or service, serialize.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
+from django.core.exceptions import ObjectDoesNotExist
 from rest_framework import generics
 from rest_framework.exceptions import NotFound
 from rest_framework.serializers import Serializer
@@ -14,8 +18,27 @@ from rest_framework.views import APIView
 
 from api.access import Principal, principal_of
 from api.permissions import HasScope
-from memory.models import Tenant
+from memory.items import ITEM_KINDS
+from memory.models import Assistant, EndUser, ErasureReceipt, ExportJob, Tenant
 from memory.services.audit import Actor
+
+T = TypeVar("T")
+
+# What a missing object is called in a 404's message, by the exception its selector raises.
+NOT_FOUND = {
+    EndUser.DoesNotExist: "user",
+    Assistant.DoesNotExist: "assistant",
+    ExportJob.DoesNotExist: "export",
+    ErasureReceipt.DoesNotExist: "erasure receipt",
+} | {kind.model.DoesNotExist: kind.label for kind in ITEM_KINDS.values()}
+
+
+def get_or_not_found(selector: Callable[..., T], /, **lookup) -> T:
+    """`selector(**lookup)`, or a 404 ("No such user.") when it raises its model's DoesNotExist."""
+    try:
+        return selector(**lookup)
+    except ObjectDoesNotExist as missing:
+        raise NotFound(f"No such {NOT_FOUND.get(type(missing), 'object')}.") from None
 
 
 class ApiView(generics.GenericAPIView):

@@ -11,15 +11,16 @@ from rest_framework import status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from api import selectors, serializers
+from api import serializers
 from api.exceptions import Conflict, error_body
 from api.idempotency import IDEMPOTENCY_KEY_PARAMETER, Outcome, idempotency_key, idempotent
-from api.views.base import ApiView
+from api.views.base import ApiView, get_or_not_found
 from chat.prompt import prompt_build
 from chat.services import InvalidMessage, reply_generate
 from memory.models import Assistant, EndUser, MemorySpace
 from memory.models.tiers import PageSource
 from memory.retrieval import RetrievalResult, retrieve
+from memory.selectors.people import assistant_get, end_user_get
 from memory.services.governance import memory_read_record
 from memory.services.tenancy import end_user_create
 from memory.services.turns import InvalidTurn, space_get_or_create, turn_record
@@ -56,7 +57,7 @@ class TurnsView(ApiView):
         )
 
     def _record(self, data: dict) -> Outcome:
-        assistant = selectors.assistant_of(self.tenant, data["assistant"])
+        assistant = get_or_not_found(assistant_get, tenant=self.tenant, external_id=data["assistant"])
         _active(assistant, "assistant")
         end_user = end_user_create(tenant=self.tenant, external_id=data["user"])
         _active(end_user, "user")
@@ -111,8 +112,8 @@ class RetrieveView(ApiView):
     @extend_schema(operation_id="retrieve", request=serializers.RetrieveIn, responses={200: serializers.RetrieveOut})
     def post(self, request):
         data = self.valid(serializers.RetrieveIn)
-        end_user = selectors.end_user_of(self.tenant, data["user"])
-        assistant = selectors.assistant_of(self.tenant, data["assistant"])
+        end_user = get_or_not_found(end_user_get, tenant=self.tenant, external_id=data["user"])
+        assistant = get_or_not_found(assistant_get, tenant=self.tenant, external_id=data["assistant"])
         space = space_get_or_create(end_user=end_user, assistant=assistant)
         result = retrieve(space=space, query=data["query"], record_visits=data["record_visits"] and not space.paused)
         memory_read_record(
@@ -163,7 +164,7 @@ class ChatView(ApiView):
         return idempotent(tenant=self.tenant, endpoint="chat", key=key, data=data, run=run, atomic=False)
 
     def _reply(self, data: dict, key: str) -> Outcome:
-        assistant = selectors.assistant_of(self.tenant, data["assistant"])
+        assistant = get_or_not_found(assistant_get, tenant=self.tenant, external_id=data["assistant"])
         _active(assistant, "assistant")
         end_user = end_user_create(tenant=self.tenant, external_id=data["user"])
         _active(end_user, "user")

@@ -11,11 +11,19 @@ from rest_framework import status
 from rest_framework.exceptions import APIException
 from rest_framework.response import Response
 
-from api import selectors, serializers
+from api import serializers
 from api.exceptions import Conflict
 from api.serializers import ExternalIdField
-from api.views.base import ApiListView, ApiView
+from api.views.base import ApiListView, ApiView, get_or_not_found
 from memory.models import ActorKind, ExportJob, JobStatus
+from memory.selectors.governance import (
+    audit_entry_list,
+    erasure_receipt_get,
+    erasure_receipt_list,
+    export_job_get,
+    export_job_list,
+)
+from memory.selectors.people import end_user_get
 from memory.services.gdpr import user_erase
 from memory.services.gdpr_export import ExportUnavailable, export_file, export_request
 
@@ -30,7 +38,9 @@ class Gone(APIException):
 
 
 class AuditFilter(drf.Serializer):
-    user = ExternalIdField(required=False, help_text="Entries about this end user (by external id).")
+    user = ExternalIdField(
+        required=False, source="user_external_id", help_text="Entries about this end user (by external id)."
+    )
     subject_id = drf.IntegerField(min_value=1, max_value=MAX_ID, required=False, help_text="…or by internal id.")
     action = drf.CharField(max_length=40, required=False, help_text="e.g. page.forget, gdpr.erasure, memory.read")
     actor_kind = drf.ChoiceField(choices=ActorKind.choices, required=False)
@@ -48,7 +58,7 @@ class AuditView(ApiListView):
     filters_class = AuditFilter
 
     def list_for(self, tenant, filters):
-        return selectors.audit_list(tenant, filters=filters)
+        return audit_entry_list(tenant=tenant, **filters)
 
 
 # --- Erasure ----------------------------------------------------------------------------------------------------
@@ -62,7 +72,7 @@ class ErasureView(ApiView):
 
     @extend_schema(operation_id="users_erasure", request=serializers.ErasureIn, responses={200: serializers.ErasureOut})
     def post(self, request, external_id: str):
-        end_user = selectors.end_user_of(self.tenant, external_id)
+        end_user = get_or_not_found(end_user_get, tenant=self.tenant, external_id=external_id)
         data = self.valid(serializers.ErasureIn)
         erasure = user_erase(
             end_user=end_user,
@@ -82,7 +92,7 @@ class ErasureReceiptsView(ApiListView):
     serializer_class = serializers.ErasureReceiptOut
 
     def list_for(self, tenant, filters):
-        return selectors.erasure_receipt_list(tenant)
+        return erasure_receipt_list(tenant=tenant)
 
 
 class ErasureReceiptView(ApiView):
@@ -93,7 +103,9 @@ class ErasureReceiptView(ApiView):
 
     @extend_schema(operation_id="erasure_receipts_read")
     def get(self, request, pk: int):
-        return Response(serializers.ErasureReceiptOut(selectors.erasure_receipt_of(self.tenant, pk)).data)
+        return Response(
+            serializers.ErasureReceiptOut(get_or_not_found(erasure_receipt_get, tenant=self.tenant, id=pk)).data
+        )
 
 
 # --- Exports ----------------------------------------------------------------------------------------------------
@@ -126,15 +138,15 @@ class UserExportView(ApiView):
         responses={200: serializers.ExportJobOut, 202: serializers.ExportJobOut},
     )
     def get(self, request, external_id: str):
-        end_user = selectors.end_user_of(self.tenant, external_id)
-        job = selectors.export_job_latest(end_user)
+        end_user = get_or_not_found(end_user_get, tenant=self.tenant, external_id=external_id)
+        job = export_job_list(tenant=self.tenant, end_user=end_user).first()
         if not _usable(job):
             job = export_request(end_user=end_user, actor=self.actor, request_id=self.request_id)
         return _job_response(job, request)
 
     @extend_schema(operation_id="users_export_create", request=None, responses={202: serializers.ExportJobOut})
     def post(self, request, external_id: str):
-        end_user = selectors.end_user_of(self.tenant, external_id)
+        end_user = get_or_not_found(end_user_get, tenant=self.tenant, external_id=external_id)
         job = export_request(end_user=end_user, actor=self.actor, request_id=self.request_id)
         return _job_response(job, request, status.HTTP_202_ACCEPTED)
 
@@ -145,7 +157,7 @@ class ExportView(ApiView):
 
     @extend_schema(operation_id="exports_read", responses={200: serializers.ExportJobOut})
     def get(self, request, pk: int):
-        return _job_response(selectors.export_job_of(self.tenant, pk), request, status.HTTP_200_OK)
+        return _job_response(get_or_not_found(export_job_get, tenant=self.tenant, id=pk), request, status.HTTP_200_OK)
 
 
 class ExportDownloadView(ApiView):
@@ -162,7 +174,7 @@ class ExportDownloadView(ApiView):
         },
     )
     def get(self, request, pk: int):
-        job = selectors.export_job_of(self.tenant, pk)
+        job = get_or_not_found(export_job_get, tenant=self.tenant, id=pk)
         if job.status == JobStatus.EXPIRED:
             raise Gone("This export has expired and its file was deleted.")
         if job.status != JobStatus.DONE:

@@ -1,23 +1,34 @@
 """Memory items of the caller's tenant: pages, segments (with heat history), knowledge entries, profile versions.
 
-Each can be listed, read, changed with PATCH (edit, pin, lock: whatever the item supports) and forgotten. Every
-change goes through memory.services.governance with a required reason, and is audited with the caller as actor.
+Each can be listed, read, changed with PATCH (edit, pin, lock: whatever its kind supports, as memory.items says) and
+forgotten. Every change goes through the kind's update or forget service with a required reason, and is audited with
+the caller as actor.
 """
 
 from __future__ import annotations
 
-from django.db import transaction
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import serializers as drf
 from rest_framework import status
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
+from rest_framework.serializers import Serializer
 
-from api import selectors, serializers
+from api import serializers
 from api.serializers import ExternalIdField
-from api.views.base import ApiListView, ApiView
+from api.views.base import ApiListView, ApiView, get_or_not_found
+from memory.items import ITEM_KINDS, ItemKind
 from memory.models.tiers import KnowledgeKind, Tier
-from memory.services import governance
+from memory.selectors.items import (
+    heat_sample_list,
+    knowledge_list,
+    page_list,
+    profile_version_list,
+    segment_get,
+    segment_list,
+)
+from memory.selectors.people import end_user_get
+from memory.services.governance import profile_edit
 
 MAX_ID = 2**63 - 1
 
@@ -26,14 +37,17 @@ def _id_field(**kwargs) -> drf.IntegerField:
     return drf.IntegerField(min_value=1, max_value=MAX_ID, required=False, **kwargs)
 
 
+# Each filter's `source` is the keyword of the list selector it feeds (the query parameter keeps its public name).
 class OwnerFilter(drf.Serializer):
-    user = ExternalIdField(required=False, help_text="The end user's external id.")
-    assistant = ExternalIdField(required=False, help_text="The assistant's external id.")
+    user = ExternalIdField(required=False, source="user_external_id", help_text="The end user's external id.")
+    assistant = ExternalIdField(
+        required=False, source="assistant_external_id", help_text="The assistant's external id."
+    )
 
 
 class PageFilter(OwnerFilter):
     tier = drf.ChoiceField(choices=Tier.choices, required=False)
-    segment = _id_field(help_text="Only pages of this segment.")
+    segment = _id_field(source="segment_id", help_text="Only pages of this segment.")
     pinned = drf.BooleanField(required=False)
 
 
@@ -47,24 +61,57 @@ class KnowledgeFilter(SegmentFilter):
 
 
 class ProfileFilter(drf.Serializer):
-    user = ExternalIdField(required=False)
+    user = ExternalIdField(required=False, source="user_external_id")
 
 
-def _flags(item, data: dict, flags: tuple[str, ...], view: ApiView) -> None:
-    for flag in flags:
-        if flag in data:
-            governance.memory_flag_set(
-                item=item,
-                flag=flag,
-                value=data[flag],
-                actor=view.actor,
-                reason=data["reason"],
-                request_id=view.request_id,
-            )
+class ItemView(ApiView):
+    """One item of `kind`: GET reads it; PATCH sends the validated body to the kind's update service, once."""
+
+    required_scopes = {"GET": "read", "PATCH": "write"}
+    kind: ItemKind
+    patch_class: type[Serializer]
+
+    def item(self, pk: int):
+        return get_or_not_found(self.kind.get, tenant=self.tenant, id=pk)
+
+    def get(self, request, pk: int):
+        return Response(self.serializer_class(self.item(pk)).data)
+
+    def patch(self, request, pk: int):
+        item = self.item(pk)
+        data = self.valid(self.patch_class)
+        self.kind.item_update(item, **data, actor=self.actor, request_id=self.request_id)
+        return Response(self.serializer_class(self.item(pk)).data)
 
 
-def _forgotten(report: governance.ForgetReport) -> Response:
-    return Response({"forgotten": report.as_detail()})
+class ItemForgetView(ApiView):
+    # Forgets one item of `kind` through its forget service; answers what was removed, counted by kind.
+    # Not a docstring: drf-spectacular would show it as every forget route's description.
+
+    required_scopes = {"POST": "write"}
+    serializer_class = serializers.ForgetIn
+    kind: ItemKind
+
+    def post(self, request, pk: int):
+        item = get_or_not_found(self.kind.get, tenant=self.tenant, id=pk)
+        data = self.valid(serializers.ForgetIn)
+        report = self.kind.item_forget(item, actor=self.actor, reason=data["reason"], request_id=self.request_id)
+        return Response({"forgotten": report.as_detail()})
+
+
+def _forget_schema(operation_id: str):
+    return extend_schema_view(
+        post=extend_schema(
+            operation_id=operation_id, request=serializers.ForgetIn, responses={200: serializers.ForgetOut}
+        )
+    )
+
+
+def _item_schema(prefix: str, out: type[Serializer], patch: type[Serializer]):
+    return extend_schema_view(
+        get=extend_schema(operation_id=f"{prefix}_read"),
+        patch=extend_schema(operation_id=f"{prefix}_update", request=patch, responses={200: out}),
+    )
 
 
 # --- Pages ------------------------------------------------------------------------------------------------------
@@ -77,37 +124,21 @@ class PagesView(ApiListView):
     filters_class = PageFilter
 
     def list_for(self, tenant, filters):
-        return selectors.page_list(tenant, filters=filters)
+        return page_list(tenant=tenant, **filters)
 
 
-class PageView(ApiView):
+@_item_schema("pages", serializers.PageOut, serializers.PagePatch)
+class PageView(ItemView):
     """One page. PATCH pins or unpins it (pages themselves are not edited: they are what was said)."""
 
-    required_scopes = {"GET": "read", "PATCH": "write"}
+    kind = ITEM_KINDS["page"]
     serializer_class = serializers.PageOut
-
-    @extend_schema(operation_id="pages_read")
-    def get(self, request, pk: int):
-        return Response(serializers.PageOut(selectors.page_of(self.tenant, pk)).data)
-
-    @extend_schema(operation_id="pages_update", request=serializers.PagePatch, responses={200: serializers.PageOut})
-    def patch(self, request, pk: int):
-        page = selectors.page_of(self.tenant, pk)
-        data = self.valid(serializers.PagePatch)
-        _flags(page, data, ("pinned",), self)
-        return Response(serializers.PageOut(page).data)
+    patch_class = serializers.PagePatch
 
 
-class PageForgetView(ApiView):
-    required_scopes = {"POST": "write"}
-    serializer_class = serializers.ForgetIn
-
-    @extend_schema(operation_id="pages_forget", request=serializers.ForgetIn, responses={200: serializers.ForgetOut})
-    def post(self, request, pk: int):
-        page = selectors.page_of(self.tenant, pk)
-        data = self.valid(serializers.ForgetIn)
-        report = governance.page_forget(page=page, actor=self.actor, reason=data["reason"], request_id=self.request_id)
-        return _forgotten(report)
+@_forget_schema("pages_forget")
+class PageForgetView(ItemForgetView):
+    kind = ITEM_KINDS["page"]
 
 
 # --- Segments ---------------------------------------------------------------------------------------------------
@@ -120,51 +151,21 @@ class SegmentsView(ApiListView):
     filters_class = SegmentFilter
 
     def list_for(self, tenant, filters):
-        return selectors.segment_list(tenant, filters=filters)
+        return segment_list(tenant=tenant, **filters)
 
 
-class SegmentView(ApiView):
+@_item_schema("segments", serializers.SegmentOut, serializers.SegmentPatch)
+class SegmentView(ItemView):
     """One segment. PATCH edits its summary (and keywords), pins or locks it."""
 
-    required_scopes = {"GET": "read", "PATCH": "write"}
+    kind = ITEM_KINDS["segment"]
     serializer_class = serializers.SegmentOut
-
-    @extend_schema(operation_id="segments_read")
-    def get(self, request, pk: int):
-        return Response(serializers.SegmentOut(selectors.segment_of(self.tenant, pk)).data)
-
-    @extend_schema(
-        operation_id="segments_update", request=serializers.SegmentPatch, responses={200: serializers.SegmentOut}
-    )
-    def patch(self, request, pk: int):
-        segment = selectors.segment_of(self.tenant, pk)
-        data = self.valid(serializers.SegmentPatch)
-        with transaction.atomic():
-            if "summary" in data:
-                governance.segment_edit(
-                    segment=segment,
-                    summary=data["summary"],
-                    keywords=data.get("keywords"),
-                    actor=self.actor,
-                    reason=data["reason"],
-                    request_id=self.request_id,
-                )
-            _flags(segment, data, ("pinned", "locked"), self)
-        return Response(serializers.SegmentOut(selectors.segment_of(self.tenant, pk)).data)
+    patch_class = serializers.SegmentPatch
 
 
-class SegmentForgetView(ApiView):
-    required_scopes = {"POST": "write"}
-    serializer_class = serializers.ForgetIn
-
-    @extend_schema(operation_id="segments_forget", request=serializers.ForgetIn, responses={200: serializers.ForgetOut})
-    def post(self, request, pk: int):
-        segment = selectors.segment_of(self.tenant, pk)
-        data = self.valid(serializers.ForgetIn)
-        report = governance.segment_forget(
-            segment=segment, actor=self.actor, reason=data["reason"], request_id=self.request_id
-        )
-        return _forgotten(report)
+@_forget_schema("segments_forget")
+class SegmentForgetView(ItemForgetView):
+    kind = ITEM_KINDS["segment"]
 
 
 class SegmentHeatView(ApiListView):
@@ -173,7 +174,7 @@ class SegmentHeatView(ApiListView):
     serializer_class = serializers.HeatSampleOut
 
     def list_for(self, tenant, filters):
-        return selectors.heat_history(selectors.segment_of(tenant, self.kwargs["pk"]))
+        return heat_sample_list(segment=get_or_not_found(segment_get, tenant=tenant, id=self.kwargs["pk"]))
 
 
 # --- Knowledge --------------------------------------------------------------------------------------------------
@@ -186,48 +187,21 @@ class KnowledgeListView(ApiListView):
     filters_class = KnowledgeFilter
 
     def list_for(self, tenant, filters):
-        return selectors.knowledge_list(tenant, filters=filters)
+        return knowledge_list(tenant=tenant, **filters)
 
 
-class KnowledgeView(ApiView):
+@_item_schema("knowledge", serializers.KnowledgeOut, serializers.KnowledgePatch)
+class KnowledgeView(ItemView):
     """One knowledge entry. PATCH corrects its text, pins or locks it."""
 
-    required_scopes = {"GET": "read", "PATCH": "write"}
+    kind = ITEM_KINDS["knowledge"]
     serializer_class = serializers.KnowledgeOut
-
-    @extend_schema(operation_id="knowledge_read")
-    def get(self, request, pk: int):
-        return Response(serializers.KnowledgeOut(selectors.knowledge_of(self.tenant, pk)).data)
-
-    @extend_schema(
-        operation_id="knowledge_update", request=serializers.KnowledgePatch, responses={200: serializers.KnowledgeOut}
-    )
-    def patch(self, request, pk: int):
-        entry = selectors.knowledge_of(self.tenant, pk)
-        data = self.valid(serializers.KnowledgePatch)
-        with transaction.atomic():
-            if "text" in data:
-                governance.knowledge_edit(
-                    entry=entry, text=data["text"], actor=self.actor, reason=data["reason"], request_id=self.request_id
-                )
-            _flags(entry, data, ("pinned", "locked"), self)
-        return Response(serializers.KnowledgeOut(selectors.knowledge_of(self.tenant, pk)).data)
+    patch_class = serializers.KnowledgePatch
 
 
-class KnowledgeForgetView(ApiView):
-    required_scopes = {"POST": "write"}
-    serializer_class = serializers.ForgetIn
-
-    @extend_schema(
-        operation_id="knowledge_forget", request=serializers.ForgetIn, responses={200: serializers.ForgetOut}
-    )
-    def post(self, request, pk: int):
-        entry = selectors.knowledge_of(self.tenant, pk)
-        data = self.valid(serializers.ForgetIn)
-        report = governance.knowledge_forget(
-            entry=entry, actor=self.actor, reason=data["reason"], request_id=self.request_id
-        )
-        return _forgotten(report)
+@_forget_schema("knowledge_forget")
+class KnowledgeForgetView(ItemForgetView):
+    kind = ITEM_KINDS["knowledge"]
 
 
 # --- Profile ----------------------------------------------------------------------------------------------------
@@ -240,45 +214,21 @@ class ProfileVersionsView(ApiListView):
     filters_class = ProfileFilter
 
     def list_for(self, tenant, filters):
-        return selectors.profile_version_list(tenant, filters=filters)
+        return profile_version_list(tenant=tenant, **filters)
 
 
-class ProfileVersionView(ApiView):
+@_item_schema("profile_versions", serializers.ProfileVersionOut, serializers.ProfileVersionPatch)
+class ProfileVersionView(ItemView):
     """One profile version. PATCH locks or unlocks it (automatic updating then leaves it alone)."""
 
-    required_scopes = {"GET": "read", "PATCH": "write"}
+    kind = ITEM_KINDS["profile_version"]
     serializer_class = serializers.ProfileVersionOut
-
-    @extend_schema(operation_id="profile_versions_read")
-    def get(self, request, pk: int):
-        return Response(serializers.ProfileVersionOut(selectors.profile_version_of(self.tenant, pk)).data)
-
-    @extend_schema(
-        operation_id="profile_versions_update",
-        request=serializers.ProfileVersionPatch,
-        responses={200: serializers.ProfileVersionOut},
-    )
-    def patch(self, request, pk: int):
-        version = selectors.profile_version_of(self.tenant, pk)
-        data = self.valid(serializers.ProfileVersionPatch)
-        _flags(version, data, ("locked",), self)
-        return Response(serializers.ProfileVersionOut(version).data)
+    patch_class = serializers.ProfileVersionPatch
 
 
-class ProfileVersionForgetView(ApiView):
-    required_scopes = {"POST": "write"}
-    serializer_class = serializers.ForgetIn
-
-    @extend_schema(
-        operation_id="profile_versions_forget", request=serializers.ForgetIn, responses={200: serializers.ForgetOut}
-    )
-    def post(self, request, pk: int):
-        version = selectors.profile_version_of(self.tenant, pk)
-        data = self.valid(serializers.ForgetIn)
-        report = governance.profile_version_forget(
-            version=version, actor=self.actor, reason=data["reason"], request_id=self.request_id
-        )
-        return _forgotten(report)
+@_forget_schema("profile_versions_forget")
+class ProfileVersionForgetView(ItemForgetView):
+    kind = ITEM_KINDS["profile_version"]
 
 
 class UserProfileView(ApiView):
@@ -289,8 +239,8 @@ class UserProfileView(ApiView):
 
     @extend_schema(operation_id="users_profile_read")
     def get(self, request, external_id: str):
-        end_user = selectors.end_user_of(self.tenant, external_id)
-        current = selectors.profile_current(end_user)
+        end_user = get_or_not_found(end_user_get, tenant=self.tenant, external_id=external_id)
+        current = profile_version_list(tenant=self.tenant, end_user=end_user).first()
         if current is None:
             raise NotFound("This user has no profile yet.")
         return Response(serializers.ProfileVersionOut(current).data)
@@ -301,9 +251,9 @@ class UserProfileView(ApiView):
         responses={201: serializers.ProfileVersionOut},
     )
     def post(self, request, external_id: str):
-        end_user = selectors.end_user_of(self.tenant, external_id)
+        end_user = get_or_not_found(end_user_get, tenant=self.tenant, external_id=external_id)
         data = self.valid(serializers.ProfileIn)
-        version = governance.profile_edit(
+        version = profile_edit(
             end_user=end_user, text=data["text"], actor=self.actor, reason=data["reason"], request_id=self.request_id
         )
         return Response(serializers.ProfileVersionOut(version).data, status=status.HTTP_201_CREATED)

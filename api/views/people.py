@@ -7,8 +7,9 @@ from rest_framework import serializers as drf
 from rest_framework import status
 from rest_framework.response import Response
 
-from api import selectors, serializers
-from api.views.base import ApiListView, ApiView
+from api import serializers
+from api.views.base import ApiListView, ApiView, get_or_not_found
+from memory.selectors.people import assistant_get, assistant_list, end_user_get, end_user_list
 from memory.services.governance import memory_pause_set
 from memory.services.tenancy import assistant_create, assistant_set_active, end_user_create, end_user_set_active
 from memory.services.turns import space_get_or_create
@@ -26,7 +27,7 @@ class EndUsersView(ApiListView):
     filters_class = ActiveFilter
 
     def list_for(self, tenant, filters):
-        return selectors.end_user_list(tenant, active=filters.get("active"))
+        return end_user_list(tenant=tenant, active=filters.get("active"))
 
     @extend_schema(
         operation_id="users_create",
@@ -35,7 +36,7 @@ class EndUsersView(ApiListView):
     )
     def post(self, request):
         data = self.valid(serializers.EndUserIn)
-        existed = selectors.end_user_exists(self.tenant, data["external_id"])
+        existed = end_user_list(tenant=self.tenant, external_id=data["external_id"]).exists()
         end_user = end_user_create(tenant=self.tenant, **data)
         code = status.HTTP_200_OK if existed else status.HTTP_201_CREATED
         return Response(serializers.EndUserOut(end_user).data, status=code)
@@ -47,7 +48,9 @@ class EndUserView(ApiView):
 
     @extend_schema(operation_id="users_read")
     def get(self, request, external_id: str):
-        return Response(serializers.EndUserOut(selectors.end_user_of(self.tenant, external_id)).data)
+        return Response(
+            serializers.EndUserOut(get_or_not_found(end_user_get, tenant=self.tenant, external_id=external_id)).data
+        )
 
 
 class EndUserActivationView(ApiView):
@@ -59,7 +62,7 @@ class EndUserActivationView(ApiView):
 
     @extend_schema(request=serializers.ActivationIn, responses={200: serializers.EndUserOut})
     def post(self, request, external_id: str):
-        end_user = selectors.end_user_of(self.tenant, external_id)
+        end_user = get_or_not_found(end_user_get, tenant=self.tenant, external_id=external_id)
         data = self.valid(serializers.ActivationIn)
         end_user_set_active(end_user=end_user, active=self.active, actor=self.actor, reason=data.get("reason", ""))
         return Response(serializers.EndUserOut(end_user).data)
@@ -75,9 +78,9 @@ class MemoryPauseView(ApiView):
         operation_id="users_memory_pause", request=serializers.PauseIn, responses={200: serializers.PauseOut}
     )
     def post(self, request, external_id: str):
-        end_user = selectors.end_user_of(self.tenant, external_id)
+        end_user = get_or_not_found(end_user_get, tenant=self.tenant, external_id=external_id)
         data = self.valid(serializers.PauseIn)
-        assistant = selectors.assistant_of(self.tenant, data["assistant"])
+        assistant = get_or_not_found(assistant_get, tenant=self.tenant, external_id=data["assistant"])
         space = space_get_or_create(end_user=end_user, assistant=assistant)
         changed = memory_pause_set(
             space=space, paused=data["paused"], actor=self.actor, reason=data["reason"], request_id=self.request_id
@@ -93,7 +96,7 @@ class AssistantsView(ApiListView):
     filters_class = ActiveFilter
 
     def list_for(self, tenant, filters):
-        return selectors.assistant_list(tenant, active=filters.get("active"))
+        return assistant_list(tenant=tenant, active=filters.get("active"))
 
     @extend_schema(
         operation_id="assistants_create",
@@ -102,7 +105,7 @@ class AssistantsView(ApiListView):
     )
     def post(self, request):
         data = self.valid(serializers.AssistantIn)
-        existed = selectors.assistant_exists(self.tenant, data["external_id"])
+        existed = assistant_list(tenant=self.tenant, external_id=data["external_id"]).exists()
         assistant = assistant_create(
             tenant=self.tenant, external_id=data["external_id"], name=data["name"], persona=data.get("persona") or None
         )
@@ -116,7 +119,9 @@ class AssistantView(ApiView):
 
     @extend_schema(operation_id="assistants_read")
     def get(self, request, external_id: str):
-        return Response(serializers.AssistantOut(selectors.assistant_of(self.tenant, external_id)).data)
+        return Response(
+            serializers.AssistantOut(get_or_not_found(assistant_get, tenant=self.tenant, external_id=external_id)).data
+        )
 
 
 class AssistantActivationView(ApiView):
@@ -128,7 +133,7 @@ class AssistantActivationView(ApiView):
 
     @extend_schema(request=serializers.ActivationIn, responses={200: serializers.AssistantOut})
     def post(self, request, external_id: str):
-        assistant = selectors.assistant_of(self.tenant, external_id)
+        assistant = get_or_not_found(assistant_get, tenant=self.tenant, external_id=external_id)
         data = self.valid(serializers.ActivationIn)
         assistant_set_active(assistant=assistant, active=self.active, actor=self.actor, reason=data.get("reason", ""))
         return Response(serializers.AssistantOut(assistant).data)

@@ -5,14 +5,9 @@ from __future__ import annotations
 from django import template
 from django.conf import settings
 
-register = template.Library()
+from memory.items import ITEM_KINDS
 
-ACTIONS = {
-    "page": ["pin", "forget"],
-    "segment": ["edit", "pin", "lock", "forget"],
-    "knowledge": ["edit", "pin", "lock", "forget"],
-    "profile_version": ["lock", "forget"],
-}
+register = template.Library()
 
 
 @register.simple_tag
@@ -35,14 +30,9 @@ def heat_class(value: float | None) -> str:
 @register.simple_tag
 def memory_actions(kind: str, item) -> list[tuple[str, str]]:
     """The (action, label) pairs for an item's buttons: pin or unpin, lock or unlock as its flags stand."""
-    found = []
-    for action in ACTIONS.get(kind, []):
-        if action == "pin" and getattr(item, "pinned", False):
-            action = "unpin"
-        elif action == "lock" and getattr(item, "locked", False):
-            action = "unlock"
-        found.append((action, action.capitalize()))
-    return found
+    if kind not in ITEM_KINDS:
+        return []
+    return [(action, action.capitalize()) for action in ITEM_KINDS[kind].buttons(item)]
 
 
 @register.filter
@@ -67,13 +57,8 @@ TABLES = {
     "auth_user": "Login account",
     "django_session": "Login sessions",
 }
-TARGETS = {
-    "memoryspace": "memory",
-    "export_job": "export",
-    "erasure_receipt": "erasure receipt",
-    "knowledge": "knowledge entry",
-    "profile_version": "profile version",
-}
+TARGETS = {"memoryspace": "memory", "export_job": "export", "erasure_receipt": "erasure receipt"}
+TARGETS |= {kind.name: kind.label for kind in ITEM_KINDS.values()}
 
 
 @register.filter

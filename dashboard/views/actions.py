@@ -4,8 +4,6 @@ applies it and goes back to where the operator came from."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -14,113 +12,42 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
-from dashboard.console import Console, actor_of, console_or_404, page_or_partial, request_id_of, safe_next
+from dashboard.console import actor_of, console_or_404, get_or_404, page_or_partial, request_id_of, safe_next
 from dashboard.forms import KnowledgeEditForm, ProfileEditForm, ReasonForm, SegmentEditForm
-from memory.models import EndUser, KnowledgeEntry, Page, ProfileVersion, Segment
+from memory.items import FLAG_ACTIONS, ITEM_KINDS, ItemKind
 from memory.roles import Permission
-from memory.selectors.console import (
-    current_profile,
-    end_user_in_tenant,
-    knowledge_in_tenant,
-    page_in_tenant,
-    profile_version_in_tenant,
-    segment_in_tenant,
-)
-from memory.services.governance import (
-    GovernanceError,
-    knowledge_edit,
-    knowledge_forget,
-    memory_flag_set,
-    page_forget,
-    profile_edit,
-    profile_version_forget,
-    segment_edit,
-    segment_forget,
-)
+from memory.selectors.items import profile_version_list
+from memory.selectors.people import end_user_get
+from memory.services.governance import GovernanceError, profile_edit
+
+EDIT_FORMS = {"segment": SegmentEditForm, "knowledge": KnowledgeEditForm}  # one per editable kind
 
 
-@dataclass(frozen=True)
-class Kind:
-    """A kind of memory item the console can change: how to find it in a tenant and what may be done to it."""
-
-    label: str
-    find: object
-    actions: frozenset[str]
-
-
-KINDS = {
-    "page": Kind("page", lambda t, pk: page_in_tenant(tenant=t, page_id=pk), frozenset({"pin", "unpin", "forget"})),
-    "segment": Kind(
-        "segment",
-        lambda t, pk: segment_in_tenant(tenant=t, segment_id=pk),
-        frozenset({"edit", "pin", "unpin", "lock", "unlock", "forget"}),
-    ),
-    "knowledge": Kind(
-        "knowledge entry",
-        lambda t, pk: knowledge_in_tenant(tenant=t, entry_id=pk),
-        frozenset({"edit", "pin", "unpin", "lock", "unlock", "forget"}),
-    ),
-    "profile_version": Kind(
-        "profile version",
-        lambda t, pk: profile_version_in_tenant(tenant=t, version_id=pk),
-        frozenset({"lock", "unlock", "forget"}),
-    ),
-}
-FLAGS = {"pin": ("pinned", True), "unpin": ("pinned", False), "lock": ("locked", True), "unlock": ("locked", False)}
-DONE = {"pin": "pinned", "unpin": "unpinned", "lock": "locked", "unlock": "unlocked"}
-FORGET = {
-    "page": lambda item, **who: page_forget(page=item, **who),
-    "segment": lambda item, **who: segment_forget(segment=item, **who),
-    "knowledge": lambda item, **who: knowledge_forget(entry=item, **who),
-    "profile_version": lambda item, **who: profile_version_forget(version=item, **who),
-}
-MISSING = (Page.DoesNotExist, Segment.DoesNotExist, KnowledgeEntry.DoesNotExist, ProfileVersion.DoesNotExist)
-
-
-def _item_or_404(console: Console, kind: str, item_id: int, action: str):
-    if kind not in KINDS or action not in KINDS[kind].actions:
+def _kind_or_404(kind: str, action: str) -> ItemKind:
+    if kind not in ITEM_KINDS or action not in ITEM_KINDS[kind].actions:
         raise Http404("No such action")
-    try:
-        return KINDS[kind].find(console.tenant, item_id)
-    except MISSING:
-        raise Http404(f"No such {KINDS[kind].label}") from None
+    return ITEM_KINDS[kind]
 
 
-def _end_user_or_404(console: Console, end_user_id: int) -> EndUser:
-    try:
-        return end_user_in_tenant(tenant=console.tenant, end_user_id=end_user_id)
-    except EndUser.DoesNotExist:
-        raise Http404("No such end user") from None
-
-
-def _owner(item) -> EndUser:
-    return item.space.end_user if isinstance(item, Page | Segment) else item.end_user
-
-
-def _form(kind: str, action: str, item, data=None):
+def _form(kind: ItemKind, action: str, item, data=None) -> ReasonForm:
     if action != "edit":
         return ReasonForm(data)
-    if kind == "segment":
-        return SegmentEditForm(data, initial={"summary": item.summary, "keywords": ", ".join(item.keywords)})
-    return KnowledgeEditForm(data, initial={"text": item.text})
+    return EDIT_FORMS[kind.name](data, initial={field: getattr(item, field) for field in kind.editable})
 
 
-def _apply(request: HttpRequest, kind: str, action: str, item, form) -> str:
-    """Call the governance service for the action; returns what to tell the operator."""
+def _apply(request: HttpRequest, kind: ItemKind, action: str, item, form: ReasonForm) -> str:
+    """Call the item's update or forget service for the action; returns what to tell the operator."""
     who = {"actor": actor_of(request), "reason": form.cleaned_data["reason"], "request_id": request_id_of(request)}
-    label = KINDS[kind].label
-    if action in FLAGS:
-        flag, value = FLAGS[action]
-        changed = memory_flag_set(item=item, flag=flag, value=value, **who)
-        return f"The {label} is now {DONE[action]}." if changed else f"The {label} was already {DONE[action]}."
     if action == "forget":
-        FORGET[kind](item, **who)
-        return f"The {label} was forgotten: its content is deleted and the audit keeps only who, when and why."
-    if kind == "segment":
-        segment_edit(segment=item, summary=form.cleaned_data["summary"], keywords=form.cleaned_data["keywords"], **who)
-    else:
-        knowledge_edit(entry=item, text=form.cleaned_data["text"], **who)
-    return f"The {label} was changed."
+        kind.item_forget(item, **who)
+        return f"The {kind.label} was forgotten: its content is deleted and the audit keeps only who, when and why."
+    if action == "edit":
+        kind.item_update(item, **{field: form.cleaned_data[field] for field in kind.editable}, **who)
+        return f"The {kind.label} was changed."
+    flag, value = FLAG_ACTIONS[action]
+    state = flag if value else f"un{flag}"  # pinned, unpinned, locked, unlocked
+    changed = kind.item_update(item, **{flag: value}, **who)
+    return f"The {kind.label} is now {state}." if changed else f"The {kind.label} was already {state}."
 
 
 def _done(request: HttpRequest, url: str) -> HttpResponse:
@@ -131,17 +58,18 @@ def _done(request: HttpRequest, url: str) -> HttpResponse:
 @login_required
 def memory_action(request: HttpRequest, slug: str, kind: str, item_id: int, action: str) -> HttpResponse:
     console = console_or_404(request, slug, Permission.WRITE)
-    item = _item_or_404(console, kind, item_id, action)
-    owner_url = reverse("console:user", args=[slug, _owner(item).pk])
-    form = _form(kind, action, item, request.POST if request.method == "POST" else None)
+    item_kind = _kind_or_404(kind, action)
+    item = get_or_404(item_kind.get, tenant=console.tenant, id=item_id)
+    owner_url = reverse("console:user", args=[slug, item.end_user.pk])
+    form = _form(item_kind, action, item, request.POST if request.method == "POST" else None)
     if form.is_bound and form.is_valid():
         try:
-            messages.success(request, _apply(request, kind, action, item, form))
+            messages.success(request, _apply(request, item_kind, action, item, form))
             return _done(request, owner_url if action == "forget" else safe_next(request, owner_url))
         except GovernanceError as exc:
             form.add_error(None, str(exc))
-    context = {"console": console, "kind": kind, "label": KINDS[kind].label, "action": action, "item": item}
-    context |= {"form": form, "next": safe_next(request, owner_url), "owner": _owner(item)}
+    context = {"console": console, "kind": kind, "label": item_kind.label, "action": action, "item": item}
+    context |= {"form": form, "next": safe_next(request, owner_url), "owner": item.end_user}
     return render(request, page_or_partial(request, "dashboard/action.html", "form"), context)
 
 
@@ -150,8 +78,8 @@ def memory_action(request: HttpRequest, slug: str, kind: str, item_id: int, acti
 def profile_change(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
     """Write a new profile version by hand (the previous versions stay)."""
     console = console_or_404(request, slug, Permission.WRITE)
-    end_user = _end_user_or_404(console, end_user_id)
-    current = current_profile(end_user=end_user)
+    end_user = get_or_404(end_user_get, tenant=console.tenant, id=end_user_id)
+    current = profile_version_list(tenant=console.tenant, end_user=end_user).first()
     user_url = reverse("console:user", args=[slug, end_user.pk])
     form = ProfileEditForm(request.POST or None, initial={"text": current.text if current else ""})
     if form.is_bound and form.is_valid():

@@ -9,40 +9,16 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from dashboard.console import Console, actor_of, console_or_404, page_or_partial, record_read, request_id_of
+from dashboard.console import actor_of, console_or_404, get_or_404, page_or_partial, record_read, request_id_of
 from dashboard.forms import LEGAL_BASES, ErasureForm
-from memory.models import EndUser, ErasureReceipt, ExportJob
 from memory.roles import Permission
-from memory.selectors.console import (
-    end_user_in_tenant,
-    erasure_receipt_in_tenant,
-    erasure_receipts,
-    export_job_in_tenant,
-    export_jobs,
-)
+from memory.selectors.governance import erasure_receipt_get, erasure_receipt_list, export_job_get, export_job_list
+from memory.selectors.people import end_user_get
 from memory.services.gdpr import receipt_verify, user_erase
 from memory.services.gdpr_export import ExportUnavailable, export_file, export_request
 
-
-def _end_user_or_404(console: Console, end_user_id: int) -> EndUser:
-    try:
-        return end_user_in_tenant(tenant=console.tenant, end_user_id=end_user_id)
-    except EndUser.DoesNotExist:
-        raise Http404("No such end user") from None
-
-
-def _job_or_404(console: Console, job_id: int) -> ExportJob:
-    try:
-        return export_job_in_tenant(tenant=console.tenant, job_id=job_id)
-    except ExportJob.DoesNotExist:
-        raise Http404("No such export") from None
-
-
-def _receipt_or_404(console: Console, receipt_id: int) -> ErasureReceipt:
-    try:
-        return erasure_receipt_in_tenant(tenant=console.tenant, receipt_id=receipt_id)
-    except ErasureReceipt.DoesNotExist:
-        raise Http404("No such receipt") from None
+EXPORTS_SHOWN = 50
+RECEIPTS_SHOWN = 100
 
 
 @require_GET
@@ -51,8 +27,8 @@ def gdpr_home(request: HttpRequest, slug: str) -> HttpResponse:
     console = console_or_404(request, slug, Permission.GOVERN)
     context = {
         "console": console,
-        "jobs": export_jobs(tenant=console.tenant),
-        "receipts": erasure_receipts(tenant=console.tenant),
+        "jobs": export_job_list(tenant=console.tenant)[:EXPORTS_SHOWN],
+        "receipts": erasure_receipt_list(tenant=console.tenant)[:RECEIPTS_SHOWN],
     }
     return render(request, "dashboard/gdpr.html", context)
 
@@ -61,8 +37,8 @@ def gdpr_home(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def user_gdpr(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
     console = console_or_404(request, slug, Permission.GOVERN)
-    end_user = _end_user_or_404(console, end_user_id)
-    jobs = export_jobs(tenant=console.tenant, end_user=end_user)
+    end_user = get_or_404(end_user_get, tenant=console.tenant, id=end_user_id)
+    jobs = export_job_list(tenant=console.tenant, end_user=end_user)[:EXPORTS_SHOWN]
     return render(request, "dashboard/user_gdpr.html", {"console": console, "end_user": end_user, "jobs": jobs})
 
 
@@ -71,7 +47,7 @@ def user_gdpr(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse
 def export_start(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
     """Queue an export bundle of everything held about the user; the job page shows its progress."""
     console = console_or_404(request, slug, Permission.GOVERN)
-    end_user = _end_user_or_404(console, end_user_id)
+    end_user = get_or_404(end_user_get, tenant=console.tenant, id=end_user_id)
     job = export_request(end_user=end_user, actor=actor_of(request), request_id=request_id_of(request))
     messages.success(request, f"Export of {end_user} queued.")
     return redirect("console:export", slug, job.pk)
@@ -82,7 +58,7 @@ def export_start(request: HttpRequest, slug: str, end_user_id: int) -> HttpRespo
 def export_job(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
     """The job's status; while it runs, the HTMX fragment polls itself."""
     console = console_or_404(request, slug, Permission.GOVERN)
-    job = _job_or_404(console, job_id)
+    job = get_or_404(export_job_get, tenant=console.tenant, id=job_id)
     return render(
         request, page_or_partial(request, "dashboard/export.html", "status"), {"console": console, "job": job}
     )
@@ -93,7 +69,7 @@ def export_job(request: HttpRequest, slug: str, job_id: int) -> HttpResponse:
 def export_download(request: HttpRequest, slug: str, job_id: int, token: str) -> HttpResponse:
     """The zip, while its link is valid; an expired link answers 410 Gone with a way to request a new export."""
     console = console_or_404(request, slug, Permission.GOVERN)
-    job = _job_or_404(console, job_id)
+    job = get_or_404(export_job_get, tenant=console.tenant, id=job_id)
     try:
         path = export_file(job=job, token=token)
     except ExportUnavailable as exc:
@@ -110,7 +86,7 @@ def export_download(request: HttpRequest, slug: str, job_id: int, token: str) ->
 def erase(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
     """GET: a dry run (what would be deleted, per table) and the confirm form. POST: erase, then the receipt."""
     console = console_or_404(request, slug, Permission.GOVERN)
-    end_user = _end_user_or_404(console, end_user_id)
+    end_user = get_or_404(end_user_get, tenant=console.tenant, id=end_user_id)
     form = ErasureForm(request.POST or None, external_id=end_user.external_id)
     if form.is_bound and form.is_valid():
         data = form.cleaned_data
@@ -130,6 +106,6 @@ def erase(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
 @login_required
 def receipt(request: HttpRequest, slug: str, receipt_id: int) -> HttpResponse:
     console = console_or_404(request, slug, Permission.GOVERN)
-    found = _receipt_or_404(console, receipt_id)
+    found = get_or_404(erasure_receipt_get, tenant=console.tenant, id=receipt_id)
     context = {"console": console, "receipt": found, "verified": receipt_verify(found)}
     return render(request, "dashboard/receipt.html", context)

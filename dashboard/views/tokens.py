@@ -9,16 +9,17 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.cache import patch_cache_control
 from django.views.decorators.http import require_GET, require_POST
 
-from dashboard.console import Console, actor_of, console_or_404, page_or_partial
+from dashboard.console import Console, actor_of, console_or_404, get_or_404, page_or_partial
 from dashboard.forms import ReasonForm
 from memory.models import ApiToken
 from memory.roles import Permission
+from memory.selectors.governance import api_token_get, api_token_list
 from memory.services.api_tokens import SCOPES, api_token_create, api_token_revoke
 
 TEMPLATE = "dashboard/tokens.html"
@@ -51,17 +52,8 @@ def _status(token: ApiToken, now: datetime) -> str:
 
 
 def _token_rows(console: Console) -> list[TokenRow]:
-    # A read of the tenant's own tokens only; the secret's hash never leaves this query for a template.
-    tokens = ApiToken.objects.filter(tenant=console.tenant).select_related("created_by").order_by("-created_at")
     now = timezone.now()
-    return [TokenRow(token=token, status=_status(token, now)) for token in tokens.defer("secret_hash")]
-
-
-def _token_or_404(console: Console, token_id: int) -> ApiToken:
-    token = ApiToken.objects.filter(tenant=console.tenant, pk=token_id).first()
-    if token is None:
-        raise Http404("No such token")
-    return token
+    return [TokenRow(token=token, status=_status(token, now)) for token in api_token_list(tenant=console.tenant)]
 
 
 def _page(request: HttpRequest, console: Console, form: TokenCreateForm, partial: str, **extra) -> HttpResponse:
@@ -105,7 +97,7 @@ def token_create(request: HttpRequest, slug: str) -> HttpResponse:
 def token_revoke(request: HttpRequest, slug: str, token_id: int) -> HttpResponse:
     """Revoke a token at once, with a reason for the audit log; revoking it again changes nothing."""
     console = console_or_404(request, slug, Permission.MANAGE)
-    token = _token_or_404(console, token_id)
+    token = get_or_404(api_token_get, tenant=console.tenant, id=token_id)
     form = ReasonForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Say why the token is revoked: the reason goes into the audit log.")

@@ -3,34 +3,21 @@
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from dashboard.console import Console, console_or_404, page_or_partial, record_read
+from dashboard.console import console_or_404, get_or_404, page_or_partial, record_read
 from dashboard.diffs import profile_diff
 from dashboard.forms import DiffForm, PreviewForm, UserSearchForm
 from dashboard.plots import figure_html, user_heat_figure
 from dashboard.previews import preview_build
-from memory.models import EndUser
-from memory.selectors.console import (
-    end_user_in_tenant,
-    end_users_page,
-    memory_spaces,
-    profile_versions,
-    space_with,
-    user_memory,
-)
+from memory.selectors.console import end_users_page, memory_spaces, space_with, user_memory
+from memory.selectors.items import profile_version_list
+from memory.selectors.people import end_user_get
 
 USERS_PER_PAGE = 25
-
-
-def _end_user_or_404(console: Console, end_user_id: int) -> EndUser:
-    try:
-        return end_user_in_tenant(tenant=console.tenant, end_user_id=end_user_id)
-    except EndUser.DoesNotExist:
-        raise Http404("No such end user") from None
 
 
 @require_GET
@@ -56,7 +43,7 @@ def users(request: HttpRequest, slug: str) -> HttpResponse:
 @login_required
 def user_detail(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
     console = console_or_404(request, slug)
-    end_user = _end_user_or_404(console, end_user_id)
+    end_user = get_or_404(end_user_get, tenant=console.tenant, id=end_user_id)
     memory = user_memory(end_user=end_user, assistant_external_id=request.GET.get("assistant", ""), now=timezone.now())
     record_read(request, end_user, "user memory page", "memoryspace", memory.space.pk if memory.space else None)
     heat_plot = figure_html(user_heat_figure(memory.segments), div_id="user-heat") if memory.segments else ""
@@ -68,8 +55,8 @@ def user_detail(request: HttpRequest, slug: str, end_user_id: int) -> HttpRespon
 @login_required
 def profile_history(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
     console = console_or_404(request, slug)
-    end_user = _end_user_or_404(console, end_user_id)
-    versions = profile_versions(end_user=end_user)
+    end_user = get_or_404(end_user_get, tenant=console.tenant, id=end_user_id)
+    versions = list(profile_version_list(tenant=console.tenant, end_user=end_user))
     form = DiffForm(request.GET)
     form.is_valid()
     diff = profile_diff(versions, form.cleaned_data.get("a"), form.cleaned_data.get("b"))
@@ -83,7 +70,7 @@ def profile_history(request: HttpRequest, slug: str, end_user_id: int) -> HttpRe
 def preview(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
     """What retrieval would put into the prompt for a question; records no visit, but the read is audited."""
     console = console_or_404(request, slug)
-    end_user = _end_user_or_404(console, end_user_id)
+    end_user = get_or_404(end_user_get, tenant=console.tenant, id=end_user_id)
     spaces = memory_spaces(end_user=end_user)
     space = space_with(spaces, request.GET.get("assistant", ""))
     form = PreviewForm(request.GET if "q" in request.GET else None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Self
+from typing import ClassVar, Self
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
@@ -49,6 +49,8 @@ class Page(models.Model):
     them ("pending"). `prev_page` links the dialogue chain and lives in the database, so it survives restarts.
     """
 
+    item_kind: ClassVar[str] = "page"  # its name in memory.items and in audit entries' target_type
+
     space = models.ForeignKey(MemorySpace, on_delete=models.CASCADE, related_name="pages")
     seq = models.BigIntegerField()
     user_message = models.TextField()
@@ -92,12 +94,19 @@ class Page(models.Model):
     def text(self) -> str:
         return f"User: {self.user_message}\nAssistant: {self.assistant_reply}"
 
+    @property
+    def end_user(self) -> EndUser:
+        """Whose memory this is (the owner of its space)."""
+        return self.space.end_user
+
     def __str__(self) -> str:
         return f"page {self.seq} of {self.space_id}"
 
 
 class Segment(models.Model):
     """Pages grouped by topic. Heat is derived from the counters at read time (memory.heat)."""
+
+    item_kind: ClassVar[str] = "segment"
 
     space = models.ForeignKey(MemorySpace, on_delete=models.CASCADE, related_name="segments")
     summary = models.TextField()
@@ -119,6 +128,11 @@ class Segment(models.Model):
             models.CheckConstraint(condition=models.Q(l_interaction__gte=0), name="segment_l_interaction_non_negative"),
         ]
         indexes = [models.Index(fields=["space", "last_touched_at"], name="segment_space_touched")]
+
+    @property
+    def end_user(self) -> EndUser:
+        """Whose memory this is (the owner of its space)."""
+        return self.space.end_user
 
     def __str__(self) -> str:
         return self.summary[:80]
@@ -158,6 +172,8 @@ class ProfileAuthor(models.TextChoices):
 class ProfileVersion(models.Model):
     """One version of a user's profile; the newest is current. Older versions stay for audit."""
 
+    item_kind: ClassVar[str] = "profile_version"
+
     end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="profile_versions")
     number = models.IntegerField()
     text = models.TextField()
@@ -168,6 +184,8 @@ class ProfileVersion(models.Model):
     author = models.CharField(max_length=10, choices=ProfileAuthor.choices, default=ProfileAuthor.SYSTEM)
     locked = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = VectorQuerySet.as_manager()  # it has none of its own, but reads joining its segment defer that one's
 
     class Meta:
         constraints = [
@@ -183,6 +201,8 @@ class KnowledgeKind(models.TextChoices):
 class KnowledgeEntry(models.Model):
     """A short, dated, self-contained fact. User knowledge belongs to the user; assistant knowledge to the
     assistant *and* the user it was learnt from (never shared across users)."""
+
+    item_kind: ClassVar[str] = "knowledge"
 
     end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="knowledge")
     assistant = models.ForeignKey(Assistant, null=True, blank=True, on_delete=models.CASCADE, related_name="knowledge")

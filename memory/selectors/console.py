@@ -1,6 +1,7 @@
-"""Reads for the operator console: user search, one user's memory, item details, tenant overview, audit, GDPR.
+"""Reads for the operator console's screens: user search, one user's memory, item details, tenant overview, audit.
 
-Every lookup is scoped to a tenant, so an id from another tenant is simply not found. Query counts are fixed per
+Single items and plain lists come from memory.selectors.items, .people and .governance; these compose the screens.
+Every read is scoped to a tenant, so an id from another tenant is simply not found. Query counts are fixed per
 screen whatever the size of memory (pinned in tests/dashboard/test_query_counts.py).
 """
 
@@ -22,7 +23,6 @@ from django.db.models import (
     IntegerField,
     Max,
     OuterRef,
-    Prefetch,
     Q,
     QuerySet,
     Subquery,
@@ -38,8 +38,6 @@ from memory.models import (
     AuditEntry,
     ChatReply,
     EndUser,
-    ErasureReceipt,
-    ExportJob,
     HeatSample,
     KnowledgeEntry,
     MemoryEvent,
@@ -160,11 +158,6 @@ class UserMemory:
         return len(self.user_knowledge) + len(self.assistant_knowledge)
 
 
-def end_user_in_tenant(*, tenant: Tenant, end_user_id: int) -> EndUser:
-    """The end user `end_user_id` of `tenant`; raises EndUser.DoesNotExist for anyone else's."""
-    return EndUser.objects.select_related("tenant").get(tenant=tenant, pk=end_user_id)
-
-
 def memory_spaces(*, end_user: EndUser) -> list[MemorySpace]:
     """The user's memory spaces (one per assistant they talk to), with their assistants."""
     return list(MemorySpace.objects.filter(end_user=end_user).select_related("assistant").order_by("id"))
@@ -210,14 +203,6 @@ def user_memory(*, end_user: EndUser, assistant_external_id: str = "", now: date
 # --- Item details -----------------------------------------------------------------------------------------------
 
 
-def segment_in_tenant(*, tenant: Tenant, segment_id: int) -> Segment:
-    return (
-        Segment.objects.without_vectors()
-        .select_related("space__end_user", "space__assistant")
-        .get(space__tenant=tenant, pk=segment_id)
-    )
-
-
 @dataclass
 class SegmentDetail:
     segment: Segment
@@ -249,15 +234,6 @@ def segment_detail(*, segment: Segment, now: datetime) -> SegmentDetail:
     )
 
 
-def page_in_tenant(*, tenant: Tenant, page_id: int) -> Page:
-    """The page with its space, owner, assistant, segment, source reply and chain neighbours."""
-    return (
-        Page.objects.select_related("space__end_user", "space__assistant", "segment", "reply", "prev_page", "next_page")
-        .without_vectors("prev_page", "next_page", "segment")
-        .get(space__tenant=tenant, pk=page_id)
-    )
-
-
 @dataclass
 class PageDetail:
     page: Page
@@ -274,28 +250,6 @@ def page_detail(*, page: Page) -> PageDetail:
         knowledge=list(page.knowledge.without_vectors().order_by("id")),
         profile_versions=list(page.profile_versions.order_by("number")),
     )
-
-
-def knowledge_in_tenant(*, tenant: Tenant, entry_id: int) -> KnowledgeEntry:
-    return (
-        KnowledgeEntry.objects.without_vectors()
-        .select_related("end_user", "assistant", "source_segment")
-        .prefetch_related(Prefetch("source_pages", queryset=Page.objects.without_vectors().order_by("seq")))
-        .get(end_user__tenant=tenant, pk=entry_id)
-    )
-
-
-def profile_version_in_tenant(*, tenant: Tenant, version_id: int) -> ProfileVersion:
-    return ProfileVersion.objects.select_related("end_user").get(end_user__tenant=tenant, pk=version_id)
-
-
-def current_profile(*, end_user: EndUser) -> ProfileVersion | None:
-    return ProfileVersion.objects.filter(end_user=end_user).order_by("-number").first()
-
-
-def profile_versions(*, end_user: EndUser) -> list[ProfileVersion]:
-    """Every version of the user's profile, newest first, with the segment it came from."""
-    return list(ProfileVersion.objects.filter(end_user=end_user).select_related("source_segment").order_by("-number"))
 
 
 # --- Context preview --------------------------------------------------------------------------------------------
@@ -383,7 +337,7 @@ def tenant_overview(*, tenant: Tenant, days: int, now: datetime) -> TenantOvervi
     )
 
 
-# --- Audit and GDPR ---------------------------------------------------------------------------------------------
+# --- Audit ----------------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -443,22 +397,3 @@ def audit_actions(*, tenant: Tenant) -> list[str]:
 
 def audit_entry_at(*, tenant: Tenant, seq: int) -> AuditEntry | None:
     return AuditEntry.objects.filter(tenant=tenant, seq=seq).select_related("end_user").first()
-
-
-def export_jobs(*, tenant: Tenant, end_user: EndUser | None = None, limit: int = 50) -> list[ExportJob]:
-    jobs = ExportJob.objects.filter(tenant=tenant).select_related("end_user")
-    if end_user is not None:
-        jobs = jobs.filter(end_user=end_user)
-    return list(jobs.order_by("-created_at", "-id")[:limit])
-
-
-def export_job_in_tenant(*, tenant: Tenant, job_id: int) -> ExportJob:
-    return ExportJob.objects.select_related("end_user").get(tenant=tenant, pk=job_id)
-
-
-def erasure_receipts(*, tenant: Tenant, limit: int = 100) -> list[ErasureReceipt]:
-    return list(ErasureReceipt.objects.filter(tenant=tenant).order_by("-created_at", "-id")[:limit])
-
-
-def erasure_receipt_in_tenant(*, tenant: Tenant, receipt_id: int) -> ErasureReceipt:
-    return ErasureReceipt.objects.select_related("tenant").get(tenant=tenant, pk=receipt_id)

@@ -1,7 +1,8 @@
 """Reads for end users about their own memory: the chat's history, what a reply used, and "what you remember".
 
 Every function takes the end user (or their memory space) and only ever returns that person's rows, so a caller
-that passes the logged-in end user cannot reach anyone else's memory.
+that passes the logged-in end user cannot reach anyone else's memory. Single items of one's own memory come from
+memory.selectors.items, scoped with its `end_user` and `assistant` arguments.
 """
 
 from __future__ import annotations
@@ -15,16 +16,6 @@ from memory.models import Assistant, ChatReply, EndUser, KnowledgeEntry, MemoryS
 from memory.models.tiers import KnowledgeKind
 
 # --- Whose chat is this -----------------------------------------------------------------------------------------
-
-
-def assistants_for(end_user: EndUser) -> list[Assistant]:
-    """The active assistants of the end user's tenant, by name."""
-    return list(Assistant.objects.filter(tenant_id=end_user.tenant_id, is_active=True).order_by("name", "id"))
-
-
-def assistant_for(end_user: EndUser, external_id: str) -> Assistant | None:
-    """The active assistant `external_id` of the end user's own tenant, or None."""
-    return Assistant.objects.filter(tenant_id=end_user.tenant_id, external_id=external_id, is_active=True).first()
 
 
 def space_find(*, end_user: EndUser, assistant: Assistant) -> MemorySpace | None:
@@ -207,32 +198,3 @@ def remembered_for(*, end_user: EndUser, assistant: Assistant, recent_limit: int
         segments=segments,
         recent_pages=recent,
     )
-
-
-# --- One item of one's own memory (None when it is someone else's or gone) -------------------------------------------
-
-
-def own_page(*, space: MemorySpace | None, page_id: int) -> Page | None:
-    if space is None:
-        return None
-    return Page.objects.filter(space=space, pk=page_id).select_related("space__end_user").first()
-
-
-def own_segment(*, space: MemorySpace | None, segment_id: int) -> Segment | None:
-    if space is None:
-        return None
-    return Segment.objects.filter(space=space, pk=segment_id).select_related("space__end_user").first()
-
-
-def own_knowledge(*, end_user: EndUser, assistant: Assistant, entry_id: int) -> KnowledgeEntry | None:
-    """A user fact of the end user, or an assistant fact of theirs with this assistant."""
-    return (
-        KnowledgeEntry.objects.filter(end_user=end_user, pk=entry_id)
-        .filter(Q(kind=KnowledgeKind.USER) | Q(kind=KnowledgeKind.ASSISTANT, assistant=assistant))
-        .select_related("end_user")
-        .first()
-    )
-
-
-def own_profile_version(*, end_user: EndUser, version_id: int) -> ProfileVersion | None:
-    return ProfileVersion.objects.filter(end_user=end_user, pk=version_id).select_related("end_user").first()

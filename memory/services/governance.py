@@ -1,4 +1,4 @@
-"""Governing memory by hand: edit, pin, lock, forget and pause. Every change is audited with its reason.
+"""Governing memory by hand: update (edit, pin, lock), forget and pause. Every change is audited with its reason.
 
 Operators (supervisor and above), end users (their own memory) and API tokens call these; access checks happen
 before, in memory.roles and the callers. Forgetting is a hard delete of the item, its embedding and the derived
@@ -58,23 +58,14 @@ def _text(text: str, what: str) -> str:
     return text
 
 
-KIND = {Page: "page", Segment: "segment", KnowledgeEntry: "knowledge", ProfileVersion: "profile_version"}
-
-
-def _owner(item) -> EndUser:
-    if isinstance(item, Page | Segment):
-        return item.space.end_user
-    return item.end_user
-
-
 def _audit(item, *, actor: Actor, action: str, reason: str, before=None, after=None, detail=None, request_id=""):
-    owner = _owner(item)
+    owner = item.end_user
     return audit_record(
         tenant=owner.tenant_id,
         actor=actor,
         action=action,
         end_user=owner,
-        target_type=KIND[type(item)],
+        target_type=item.item_kind,
         target_id=item.pk,
         reason=reason,
         before=before,
@@ -84,13 +75,49 @@ def _audit(item, *, actor: Actor, action: str, reason: str, before=None, after=N
     )
 
 
-# --- Edit -------------------------------------------------------------------------------------------------------
+# --- Update: edit, pin and lock ---------------------------------------------------------------------------------
+
+FLAG_VERBS = {"pinned": ("pin", "unpin"), "locked": ("lock", "unlock")}  # a flag's audit verbs when set, cleared
+
+
+def _has_flag(item, flag: str) -> bool:
+    """Whether the item's model has the flag: a page has no lock, a profile version no pin."""
+    return flag in FLAG_VERBS and any(field.name == flag for field in item._meta.concrete_fields)
 
 
 @transaction.atomic
-def knowledge_edit(*, entry: KnowledgeEntry, text: str, actor: Actor, reason: str, request_id: str = "") -> None:
+def memory_flag_set(*, item, flag: str, value: bool, actor: Actor, reason: str, request_id: str = "") -> bool:
+    """Pin or lock (or unpin/unlock) an item. Returns whether anything changed; an unchanged flag is not audited.
+
+    Pinned: always retrieved for this user, never evicted or dropped. Locked: automatic updating never rewrites or
+    drops it.
+    """
+    if not _has_flag(item, flag):
+        raise GovernanceError(f"a {type(item).__name__} cannot be {flag}")
+    reason = _reason(reason)
+    if getattr(item, flag) == value:
+        return False
+    setattr(item, flag, value)
+    type(item).objects.filter(pk=item.pk).update(**{flag: value})
+    verb = FLAG_VERBS[flag][0 if value else 1]
+    _audit(item, actor=actor, action=f"{item.item_kind}.{verb}", reason=reason, request_id=request_id)
+    return True
+
+
+def _flags_set(item, flags: dict[str, bool | None], *, actor: Actor, reason: str, request_id: str) -> bool:
+    """Set each flag given a value (None: leave it); returns whether any changed."""
+    changed = False
+    for flag, value in flags.items():
+        if value is not None:
+            changed |= memory_flag_set(
+                item=item, flag=flag, value=value, actor=actor, reason=reason, request_id=request_id
+            )
+    return changed
+
+
+def _knowledge_text_set(*, entry: KnowledgeEntry, text: str, actor: Actor, reason: str, request_id: str) -> None:
     """Correct a knowledge entry; its embedding is recomputed."""
-    text, reason = _text(text, "knowledge text"), _reason(reason)
+    text = _text(text, "knowledge text")
     before = entry.text
     entry.text, entry.text_hash = text, text_hash(text)
     entry.embedding = embedder_for_store().embed([text])[0]
@@ -98,12 +125,11 @@ def knowledge_edit(*, entry: KnowledgeEntry, text: str, actor: Actor, reason: st
     _audit(entry, actor=actor, action="knowledge.edit", reason=reason, before=before, after=text, request_id=request_id)
 
 
-@transaction.atomic
-def segment_edit(
-    *, segment: Segment, summary: str, keywords: list[str] | None = None, actor: Actor, reason: str, request_id=""
+def _segment_summary_set(
+    *, segment: Segment, summary: str, keywords: list[str] | None, actor: Actor, reason: str, request_id: str
 ) -> None:
     """Rewrite a segment's topic summary (and keywords); its embedding is recomputed from the new summary."""
-    summary, reason = _text(summary, "summary"), _reason(reason)
+    summary = _text(summary, "summary")
     before = {"summary": segment.summary, "keywords": segment.keywords}
     segment.summary = summary
     if keywords is not None:
@@ -117,6 +143,68 @@ def segment_edit(
 
 
 @transaction.atomic
+def page_update(*, page: Page, pinned: bool | None = None, actor: Actor, reason: str, request_id: str = "") -> bool:
+    """Pin or unpin a page (its text is what was said: never edited). Returns whether anything changed."""
+    reason = _reason(reason)
+    return _flags_set(page, {"pinned": pinned}, actor=actor, reason=reason, request_id=request_id)
+
+
+@transaction.atomic
+def segment_update(
+    *,
+    segment: Segment,
+    summary: str | None = None,
+    keywords: list[str] | None = None,
+    pinned: bool | None = None,
+    locked: bool | None = None,
+    actor: Actor,
+    reason: str,
+    request_id: str = "",
+) -> bool:
+    """Rewrite a segment's summary (keywords only with the summary they describe), pin or lock it, all or nothing.
+
+    Each change is audited (the edit first); an unchanged flag is not. Returns whether anything changed.
+    """
+    reason = _reason(reason)
+    if summary is None and keywords is not None:
+        raise GovernanceError("the keywords need the summary they describe")
+    who = {"actor": actor, "reason": reason, "request_id": request_id}
+    if summary is not None:
+        _segment_summary_set(segment=segment, summary=summary, keywords=keywords, **who)
+    flagged = _flags_set(segment, {"pinned": pinned, "locked": locked}, **who)
+    return summary is not None or flagged
+
+
+@transaction.atomic
+def knowledge_update(
+    *,
+    entry: KnowledgeEntry,
+    text: str | None = None,
+    pinned: bool | None = None,
+    locked: bool | None = None,
+    actor: Actor,
+    reason: str,
+    request_id: str = "",
+) -> bool:
+    """Correct a knowledge entry's text (re-embedded), pin or lock it, all or nothing; each change audited."""
+    reason = _reason(reason)
+    who = {"actor": actor, "reason": reason, "request_id": request_id}
+    if text is not None:
+        _knowledge_text_set(entry=entry, text=text, **who)
+    flagged = _flags_set(entry, {"pinned": pinned, "locked": locked}, **who)
+    return text is not None or flagged
+
+
+@transaction.atomic
+def profile_version_update(
+    *, version: ProfileVersion, locked: bool | None = None, actor: Actor, reason: str, request_id: str = ""
+) -> bool:
+    """Lock or unlock a profile version (a new text is a new version: profile_edit). Returns whether it changed."""
+    reason = _reason(reason)
+    return _flags_set(version, {"locked": locked}, actor=actor, reason=reason, request_id=request_id)
+
+
+@transaction.atomic
 def profile_edit(*, end_user: EndUser, text: str, actor: Actor, reason: str, request_id: str = "") -> ProfileVersion:
     """Write a new profile version by hand (the previous versions stay)."""
     text, reason = _text(text, "profile"), _reason(reason)
@@ -125,48 +213,9 @@ def profile_edit(*, end_user: EndUser, text: str, actor: Actor, reason: str, req
     version = ProfileVersion.objects.create(
         end_user=end_user, number=(current.number + 1) if current else 1, text=text, author=author
     )
-    _audit(
-        version,
-        actor=actor,
-        action="profile.edit",
-        reason=reason,
-        before=current.text if current else None,
-        after=text,
-        request_id=request_id,
-    )
+    before = current.text if current else None
+    _audit(version, actor=actor, action="profile.edit", reason=reason, before=before, after=text, request_id=request_id)
     return version
-
-
-# --- Pin and lock ---------------------------------------------------------------------------------------------
-
-
-FLAGS = {
-    (KnowledgeEntry, "pinned"),
-    (KnowledgeEntry, "locked"),
-    (Segment, "pinned"),
-    (Segment, "locked"),
-    (Page, "pinned"),
-    (ProfileVersion, "locked"),
-}
-
-
-@transaction.atomic
-def memory_flag_set(*, item, flag: str, value: bool, actor: Actor, reason: str, request_id: str = "") -> bool:
-    """Pin or lock (or unpin/unlock) an item. Returns whether anything changed; an unchanged flag is not audited.
-
-    Pinned: always retrieved for this user, never evicted or dropped. Locked: automatic updating never rewrites or
-    drops it.
-    """
-    if (type(item), flag) not in FLAGS:
-        raise GovernanceError(f"a {type(item).__name__} cannot be {flag}")
-    reason = _reason(reason)
-    if getattr(item, flag) == value:
-        return False
-    setattr(item, flag, value)
-    type(item).objects.filter(pk=item.pk).update(**{flag: value})
-    verb = {"pinned": ("pin", "unpin"), "locked": ("lock", "unlock")}[flag][0 if value else 1]
-    _audit(item, actor=actor, action=f"{KIND[type(item)]}.{verb}", reason=reason, request_id=request_id)
-    return True
 
 
 # --- Forget -------------------------------------------------------------------------------------------------------
@@ -201,7 +250,7 @@ def _scrub(space: MemorySpace, quotes: list[str], report: ForgetReport, page_ids
     report.knowledge += len(fact_ids)
     KnowledgeEntry.objects.filter(pk__in=fact_ids).delete()
     for fact_id in fact_ids:
-        audit_tombstone_target(tenant_id=space.tenant_id, target_type="knowledge", target_id=fact_id)
+        audit_tombstone_target(tenant_id=space.tenant_id, target_type=KnowledgeEntry.item_kind, target_id=fact_id)
     if not quotes:
         return
     audit_tombstone_quoting(tenant_id=space.tenant_id, subject_id=end_user.pk, quotes=quotes)
@@ -257,7 +306,7 @@ def page_forget(*, page: Page, actor: Actor, reason: str, request_id: str = "") 
     space, segment_id = page.space, page.segment_id
     report = ForgetReport(pages=1)
     quotes = _quotes([page.user_message, page.assistant_reply])
-    audit_tombstone_target(tenant_id=space.tenant_id, target_type="page", target_id=page.pk)
+    audit_tombstone_target(tenant_id=space.tenant_id, target_type=page.item_kind, target_id=page.pk)
     _audit(page, actor=actor, action="page.forget", reason=reason, request_id=request_id)
     _scrub(space, quotes, report, [page.pk])
     page.delete()
@@ -274,7 +323,7 @@ def segment_forget(*, segment: Segment, actor: Actor, reason: str, request_id: s
     space = segment.space
     pages = list(Page.objects.filter(segment=segment).values_list("id", "user_message", "assistant_reply"))
     report = ForgetReport(pages=len(pages), segments=1)
-    audit_tombstone_target(tenant_id=space.tenant_id, target_type="segment", target_id=segment.pk)
+    audit_tombstone_target(tenant_id=space.tenant_id, target_type=segment.item_kind, target_id=segment.pk)
     _audit(segment, actor=actor, action="segment.forget", reason=reason, request_id=request_id)
     quotes = _quotes([t for _, u, a in pages for t in (u, a)] + [segment.summary])
     _scrub(space, quotes, report, [pid for pid, _, _ in pages])
@@ -285,7 +334,7 @@ def segment_forget(*, segment: Segment, actor: Actor, reason: str, request_id: s
 @transaction.atomic
 def knowledge_forget(*, entry: KnowledgeEntry, actor: Actor, reason: str, request_id: str = "") -> ForgetReport:
     reason = _reason(reason)
-    audit_tombstone_target(tenant_id=entry.end_user.tenant_id, target_type="knowledge", target_id=entry.pk)
+    audit_tombstone_target(tenant_id=entry.end_user.tenant_id, target_type=entry.item_kind, target_id=entry.pk)
     _audit(entry, actor=actor, action="knowledge.forget", reason=reason, request_id=request_id)
     entry.delete()
     return ForgetReport(knowledge=1)
@@ -295,7 +344,7 @@ def knowledge_forget(*, entry: KnowledgeEntry, actor: Actor, reason: str, reques
 def profile_version_forget(*, version: ProfileVersion, actor: Actor, reason: str, request_id: str = "") -> ForgetReport:
     """Delete one profile version; if it was the current one, the previous version becomes current."""
     reason = _reason(reason)
-    audit_tombstone_target(tenant_id=version.end_user.tenant_id, target_type="profile_version", target_id=version.pk)
+    audit_tombstone_target(tenant_id=version.end_user.tenant_id, target_type=version.item_kind, target_id=version.pk)
     _audit(version, actor=actor, action="profile_version.forget", reason=reason, request_id=request_id)
     version.delete()
     return ForgetReport(profile_versions=1)

@@ -82,12 +82,12 @@ def test_an_empty_rate_limit_means_no_limit(api, tenant, settings):
 
 
 def test_an_unexpected_error_is_a_structured_500(api, tenant, monkeypatch):
-    from api import selectors
+    from api.views import people
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(selectors, "end_user_list", broken)
+    monkeypatch.setattr(people, "end_user_list", broken)
 
     response = api.get("/api/v1/users/")
 

@@ -22,7 +22,7 @@ from memory.models import (
 from memory.models.tiers import KnowledgeKind
 from memory.services.audit import Actor, audit_verify
 from memory.services.gdpr import receipt_verify, user_erase, user_export_data
-from memory.services.governance import knowledge_edit, memory_flag_set, profile_edit
+from memory.services.governance import knowledge_update, memory_flag_set, profile_edit
 from memory.services.promotion import segment_promote, text_hash
 from tests.memory.conftest import make_space, record_many
 
@@ -48,7 +48,7 @@ def marked(db, django_capture_on_commit_callbacks, client):
     fact = KnowledgeEntry.objects.create(
         end_user=space.end_user, kind=KnowledgeKind.USER, text=f"fact {MARKER}", text_hash=text_hash(MARKER)
     )
-    knowledge_edit(entry=fact, text=f"edited fact {MARKER}", actor=DPO, reason=f"because {MARKER}")
+    knowledge_update(entry=fact, text=f"edited fact {MARKER}", actor=DPO, reason=f"because {MARKER}")
     memory_flag_set(item=fact, flag="pinned", value=True, actor=DPO, reason="keep")
     profile_edit(end_user=space.end_user, text=f"Profile {MARKER}", actor=DPO, reason="r")
     ChatReply.objects.create(space=space, idempotency_key="k1", user_message=f"hello {MARKER}")

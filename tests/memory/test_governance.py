@@ -12,15 +12,15 @@ from memory.models.tiers import KnowledgeKind, ProfileAuthor
 from memory.services.audit import Actor, audit_verify
 from memory.services.governance import (
     GovernanceError,
-    knowledge_edit,
     knowledge_forget,
+    knowledge_update,
     memory_flag_set,
     memory_pause_set,
     page_forget,
     profile_edit,
     profile_version_forget,
-    segment_edit,
     segment_forget,
+    segment_update,
 )
 from memory.services.promotion import segment_promote, text_hash
 from tests.memory.conftest import T0
@@ -68,7 +68,7 @@ def promoted(space):
 
 def test_editing_knowledge_changes_text_and_embedding_and_audits_before_and_after(space):
     fact = entry(space)
-    knowledge_edit(entry=fact, text="The user prefers green tea", actor=OPERATOR, reason="user corrected it")
+    knowledge_update(entry=fact, text="The user prefers green tea", actor=OPERATOR, reason="user corrected it")
     fact.refresh_from_db()
     assert fact.text == "The user prefers green tea" and fact.embedding is not None
     audit = AuditEntry.objects.get(action="knowledge.edit")
@@ -86,7 +86,7 @@ def test_editing_knowledge_changes_text_and_embedding_and_audits_before_and_afte
 def test_a_bad_edit_is_refused_and_changes_nothing(space, text, reason, error):
     fact = entry(space)
     with pytest.raises(GovernanceError, match=error):
-        knowledge_edit(entry=fact, text=text, actor=OPERATOR, reason=reason)
+        knowledge_update(entry=fact, text=text, actor=OPERATOR, reason=reason)
     fact.refresh_from_db()
     assert fact.text == "The user likes tea"
     assert not AuditEntry.objects.exists()
@@ -94,7 +94,7 @@ def test_a_bad_edit_is_refused_and_changes_nothing(space, text, reason, error):
 
 def test_editing_a_segment_summary_recomputes_its_embedding(space, embedder):
     segment = Segment.objects.create(space=space, summary="old", last_touched_at=T0)
-    segment_edit(
+    segment_update(
         segment=segment, summary="Trips to Japan", keywords=["Japan", "travel"], actor=OPERATOR, reason="clearer"
     )
     segment.refresh_from_db()
@@ -165,7 +165,7 @@ def test_forgetting_a_page_redacts_later_turns_that_quoted_it(space, promoted):
 
 
 def test_the_forget_audit_keeps_who_why_and_what_kind_not_the_content(space, promoted):
-    knowledge_edit(
+    knowledge_update(
         entry=KnowledgeEntry.objects.filter(text__contains="4417").first(), text=SECRET, actor=OPERATOR, reason="r"
     )
     page_forget(page=promoted, actor=OPERATOR, reason="user asked")

@@ -1,0 +1,106 @@
+"""The kinds of memory item people change by hand (page, segment, knowledge, profile version), in one table.
+
+Each kind names its model, what people call it, its flags, the fields its update service edits, how to find one in
+a tenant, and its update and forget services. The console's actions and buttons, the API's item routes and the
+404 messages of both read this table: adding a flag or a kind means changing it and its services, nothing else.
+The services themselves need no table: an item knows its kind (`item_kind`) and its owner (`end_user`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db.models import Model
+
+from memory.models import KnowledgeEntry, Page, ProfileVersion, Segment
+from memory.selectors.items import knowledge_get, page_get, profile_version_get, segment_get
+from memory.services import governance
+from memory.services.governance import FLAG_VERBS, ForgetReport
+
+# What each action verb does to a flag: pin sets `pinned`, unpin clears it, and so on.
+FLAG_ACTIONS = {verb: (flag, verb == on) for flag, (on, off) in FLAG_VERBS.items() for verb in (on, off)}
+
+
+@dataclass(frozen=True)
+class ItemKind:
+    """One kind of memory item and what may be done to it."""
+
+    name: str  # in URLs and audit entries (the model's item_kind)
+    label: str  # in messages: "No such knowledge entry."
+    model: type[Model]
+    param: str  # the keyword its services take the item by
+    flags: tuple[str, ...]  # of FLAG_VERBS
+    editable: tuple[str, ...]  # the fields its update service rewrites; empty when its text is never edited
+    get: Callable[..., Model]  # (*, tenant, id, ...) -> the item; raises model.DoesNotExist
+    update: Callable[..., bool]
+    forget: Callable[..., ForgetReport]
+
+    @property
+    def actions(self) -> tuple[str, ...]:
+        """Every action on an item of this kind: edit (when editable), each flag's set and clear, forget."""
+        edit = ("edit",) if self.editable else ()
+        return (*edit, *(verb for flag in self.flags for verb in FLAG_VERBS[flag]), "forget")
+
+    def buttons(self, item: Model) -> list[str]:
+        """The actions to offer on `item`: edit, pin or unpin and lock or unlock as its flags stand, forget."""
+        edit = ["edit"] if self.editable else []
+        return [*edit, *(FLAG_VERBS[flag][getattr(item, flag)] for flag in self.flags), "forget"]
+
+    def item_update(self, item: Model, **changes) -> bool:
+        """Call the update service with `changes` (its fields and flags, actor, reason, request_id)."""
+        return self.update(**{self.param: item}, **changes)
+
+    def item_forget(self, item: Model, **who) -> ForgetReport:
+        return self.forget(**{self.param: item}, **who)
+
+
+ITEM_KINDS = {
+    kind.name: kind
+    for kind in (
+        ItemKind(
+            name="page",
+            label="page",
+            model=Page,
+            param="page",
+            flags=("pinned",),
+            editable=(),
+            get=page_get,
+            update=governance.page_update,
+            forget=governance.page_forget,
+        ),
+        ItemKind(
+            name="segment",
+            label="segment",
+            model=Segment,
+            param="segment",
+            flags=("pinned", "locked"),
+            editable=("summary", "keywords"),
+            get=segment_get,
+            update=governance.segment_update,
+            forget=governance.segment_forget,
+        ),
+        ItemKind(
+            name="knowledge",
+            label="knowledge entry",
+            model=KnowledgeEntry,
+            param="entry",
+            flags=("pinned", "locked"),
+            editable=("text",),
+            get=knowledge_get,
+            update=governance.knowledge_update,
+            forget=governance.knowledge_forget,
+        ),
+        ItemKind(
+            name="profile_version",
+            label="profile version",
+            model=ProfileVersion,
+            param="version",
+            flags=("locked",),
+            editable=(),
+            get=profile_version_get,
+            update=governance.profile_version_update,
+            forget=governance.profile_version_forget,
+        ),
+    )
+}

@@ -1,0 +1,169 @@
+"""Reads of memory items within a tenant: pages, segments (and their heat history), knowledge, profile versions.
+
+Each `<item>_get` returns one item of `tenant` or raises the model's DoesNotExist, so another tenant's id is simply
+not found; each `<item>_list` returns a queryset, newest first, with the joins its callers need. Optional keyword
+arguments narrow either one; None means "any":
+
+- `end_user` and `assistant` scope it to one person's memory, as the chat does for "what Ava remembers": their
+  pages and segments with that assistant, and the knowledge they see with it (about the user, and what that
+  assistant learnt);
+- `user_external_id`, `assistant_external_id` and the item's own fields (`tier`, `pinned`, ...) are the API's
+  list filters (exact matches).
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count, Prefetch, Q, QuerySet
+
+from memory.models import Assistant, EndUser, HeatSample, KnowledgeEntry, Page, ProfileVersion, Segment, Tenant
+from memory.models.tiers import KnowledgeKind
+
+
+def _narrowed(queryset: QuerySet, **lookups) -> QuerySet:
+    """`queryset` filtered by every lookup whose value is not None."""
+    return queryset.filter(**{lookup: value for lookup, value in lookups.items() if value is not None})
+
+
+# --- Pages ------------------------------------------------------------------------------------------------------
+
+
+def page_list(
+    *,
+    tenant: Tenant,
+    end_user: EndUser | None = None,
+    assistant: Assistant | None = None,
+    user_external_id: str | None = None,
+    assistant_external_id: str | None = None,
+    tier: str | None = None,
+    segment_id: int | None = None,
+    pinned: bool | None = None,
+) -> QuerySet[Page]:
+    """The tenant's pages, newest first, with their owner and assistant."""
+    pages = Page.objects.filter(space__tenant=tenant).select_related("space__end_user", "space__assistant")
+    pages = pages.without_vectors()
+    pages = _narrowed(
+        pages,
+        space__end_user=end_user,
+        space__assistant=assistant,
+        space__end_user__external_id=user_external_id,
+        space__assistant__external_id=assistant_external_id,
+        tier=tier,
+        segment_id=segment_id,
+        pinned=pinned,
+    )
+    return pages.order_by("-at", "-id")
+
+
+def page_get(*, tenant: Tenant, id: int, end_user: EndUser | None = None, assistant: Assistant | None = None) -> Page:
+    """The page with its owner, assistant, segment, source reply and chain neighbours."""
+    return (
+        page_list(tenant=tenant, end_user=end_user, assistant=assistant)
+        .select_related("segment", "reply", "prev_page", "next_page")
+        .without_vectors("prev_page", "next_page", "segment")
+        .get(pk=id)
+    )
+
+
+# --- Segments ---------------------------------------------------------------------------------------------------
+
+
+def segment_list(
+    *,
+    tenant: Tenant,
+    end_user: EndUser | None = None,
+    assistant: Assistant | None = None,
+    user_external_id: str | None = None,
+    assistant_external_id: str | None = None,
+    pinned: bool | None = None,
+    locked: bool | None = None,
+) -> QuerySet[Segment]:
+    """The tenant's segments, most recently changed first, with their owner, assistant and `page_count`."""
+    segments = (
+        Segment.objects.filter(space__tenant=tenant)
+        .select_related("space__end_user", "space__assistant")
+        .annotate(page_count=Count("pages"))
+        .without_vectors()
+    )
+    segments = _narrowed(
+        segments,
+        space__end_user=end_user,
+        space__assistant=assistant,
+        space__end_user__external_id=user_external_id,
+        space__assistant__external_id=assistant_external_id,
+        pinned=pinned,
+        locked=locked,
+    )
+    return segments.order_by("-updated_at", "-id")
+
+
+def segment_get(
+    *, tenant: Tenant, id: int, end_user: EndUser | None = None, assistant: Assistant | None = None
+) -> Segment:
+    return segment_list(tenant=tenant, end_user=end_user, assistant=assistant).get(pk=id)
+
+
+def heat_sample_list(*, segment: Segment) -> QuerySet[HeatSample]:
+    """The segment's heat history, oldest first."""
+    return HeatSample.objects.filter(segment=segment).order_by("at", "id")
+
+
+# --- Knowledge --------------------------------------------------------------------------------------------------
+
+
+def knowledge_list(
+    *,
+    tenant: Tenant,
+    end_user: EndUser | None = None,
+    assistant: Assistant | None = None,
+    user_external_id: str | None = None,
+    assistant_external_id: str | None = None,
+    kind: str | None = None,
+    pinned: bool | None = None,
+    locked: bool | None = None,
+) -> QuerySet[KnowledgeEntry]:
+    """The tenant's knowledge entries, newest first, with their owner, assistant, source segment and pages."""
+    entries = (
+        KnowledgeEntry.objects.filter(end_user__tenant=tenant)
+        .select_related("end_user", "assistant", "source_segment")
+        .prefetch_related(Prefetch("source_pages", queryset=Page.objects.without_vectors().order_by("seq")))
+        .without_vectors("source_segment")
+    )
+    if assistant is not None:  # what the user sees with this assistant: facts about them, and what it learnt
+        entries = entries.filter(Q(kind=KnowledgeKind.USER) | Q(kind=KnowledgeKind.ASSISTANT, assistant=assistant))
+    entries = _narrowed(
+        entries,
+        end_user=end_user,
+        end_user__external_id=user_external_id,
+        assistant__external_id=assistant_external_id,
+        kind=kind,
+        pinned=pinned,
+        locked=locked,
+    )
+    return entries.order_by("-created_at", "-id")
+
+
+def knowledge_get(
+    *, tenant: Tenant, id: int, end_user: EndUser | None = None, assistant: Assistant | None = None
+) -> KnowledgeEntry:
+    return knowledge_list(tenant=tenant, end_user=end_user, assistant=assistant).get(pk=id)
+
+
+# --- Profile versions -------------------------------------------------------------------------------------------
+
+
+def profile_version_list(
+    *, tenant: Tenant, end_user: EndUser | None = None, user_external_id: str | None = None
+) -> QuerySet[ProfileVersion]:
+    """The tenant's profile versions, newest first per user (a user's first one is their current profile), with the
+    segment each came from."""
+    versions = (
+        ProfileVersion.objects.filter(end_user__tenant=tenant)
+        .select_related("end_user", "source_segment")
+        .without_vectors("source_segment")
+    )
+    versions = _narrowed(versions, end_user=end_user, end_user__external_id=user_external_id)
+    return versions.order_by("end_user_id", "-number")
+
+
+def profile_version_get(*, tenant: Tenant, id: int, end_user: EndUser | None = None) -> ProfileVersion:
+    return profile_version_list(tenant=tenant, end_user=end_user).get(pk=id)
