@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from django.db.models import F
+from django.utils import timezone
 
 from memory.models import (
     Assistant,
@@ -22,6 +23,7 @@ from memory.models import (
     Page,
     ProfileVersion,
     Segment,
+    Tenant,
 )
 from memory.models.tiers import HeatEvent, KnowledgeKind, Tier
 from memory.services.embedding_state import embedder_for_store
@@ -77,6 +79,36 @@ def end_user(*, tenant: str = "acme", external_id: str = "ann", **details) -> En
     `details` go to `end_user_create`: display_name, email, username, password.
     """
     return end_user_create(tenant=tenant_create(slug=tenant), external_id=external_id, **details)
+
+
+def end_users(tenant: Tenant, *, count: int, prefix: str = "u") -> list[EndUser]:
+    """`count` end users of `tenant` without a login, `<prefix>000`, `<prefix>001`, ..., through the service."""
+    return [end_user_create(tenant=tenant, external_id=f"{prefix}{i:03}") for i in range(count)]
+
+
+def crowd(tenant: Tenant, assistant: Assistant, *, users: int) -> None:
+    """`users` active end users, every tenth with a memory space of three segments and seven short-term pages.
+
+    Bulk-written in four inserts: scale tests need the rows, and through the services they would take minutes.
+    """
+    now = timezone.now()
+    people = EndUser.objects.bulk_create(
+        EndUser(tenant=tenant, external_id=f"user-{i:05}", display_name=f"User {i}", last_active_at=now)
+        for i in range(users)
+    )
+    spaces = MemorySpace.objects.bulk_create(
+        MemorySpace(tenant=tenant, end_user=person, assistant=assistant) for person in people[::10]
+    )
+    Segment.objects.bulk_create(
+        Segment(space=space, summary="topic", n_visit=n % 7, l_interaction=n % 5, last_touched_at=now)
+        for n, space in enumerate(spaces)
+        for _ in range(3)
+    )
+    Page.objects.bulk_create(
+        Page(space=space, seq=seq, user_message="hello", assistant_reply="hi", at=now)
+        for space in spaces
+        for seq in range(1, 8)
+    )
 
 
 def space_of(end_user: EndUser, assistant: Assistant | None = None) -> MemorySpace:
