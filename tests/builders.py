@@ -26,8 +26,10 @@ from memory.models import (
     Tenant,
 )
 from memory.models.tiers import HeatEvent, KnowledgeKind, Tier
+from memory.services.audit import Actor
 from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
+from memory.services.governance import memory_pause_set
 from memory.services.idempotency import idempotent_request_claim, idempotent_request_complete
 from memory.services.promotion import segment_promote, text_hash
 from memory.services.replies import chat_reply_claim, chat_reply_complete
@@ -251,6 +253,11 @@ def segment_with_pages(
     return created
 
 
+def pause(space: MemorySpace) -> None:
+    """Pause the space's memory as its end user would, through the governance service (audited)."""
+    memory_pause_set(space=space, paused=True, actor=Actor.end_user(space.end_user), reason="the test pauses memory")
+
+
 def heat_set(segment: Segment, **counters: int) -> None:
     """Set a segment's heat counters (n_visit, l_interaction) as visits and interactions would have."""
     Segment.objects.filter(pk=segment.pk).update(**counters)
@@ -319,17 +326,18 @@ def conversations(
     *,
     capture: Callable,
     rounds: int = 1,
+    place: bool = True,
     promote: bool = True,
     start: datetime = T0,
 ) -> MemorySpace:
-    """Record `rounds` passes over TOPICS as turns 3 minutes apart (placed into segments on commit), then promote.
+    """Record `rounds` passes over TOPICS as turns 3 minutes apart, place them into segments, then promote.
 
     `capture` is pytest-django's django_capture_on_commit_callbacks, so the updating tasks run as they would after
-    a real commit.
+    a real commit; with `place=False` they never run, and the pages that left STM stay pending.
     """
     space = space_of(end_user, assistant)
     said = [said for _ in range(rounds) for topic in TOPICS for said in topic]
-    with capture(execute=True):
+    with capture(execute=place):
         for i, (message, reply) in enumerate(said):
             turn(space, user_message=message, assistant_reply=reply, at=start + 3 * i * MINUTE)
     if promote:

@@ -7,7 +7,7 @@ import pytest
 from chat.offline import OFFLINE_LABEL
 from chat.prompt import quoted
 from chat.services import reply_generate
-from memory.models import AuditEntry, ChatReply, MemorySpace, Page, Segment
+from memory.models import AuditEntry, ChatReply, Page, Segment
 from memory.models.tiers import PageSource, Tier
 from tests import builders
 
@@ -97,7 +97,7 @@ def test_a_segment_that_supplied_a_page_is_visited(llm, alice, assistant, lisbon
 
 def test_while_memory_is_paused_retrieval_records_no_visits(llm, alice, assistant, space, lisbon):
     llm("Noted.")
-    MemorySpace.objects.filter(pk=space.pk).update(paused=True)
+    builders.pause(space)
 
     assert send(alice, assistant, "Vegetarian food in Lisbon").done
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory.models import AuditEntry, Page, Segment
+from memory.models import AuditEntry, Segment
 from memory.services.tenancy import assistant_create
 from tests import builders
 
@@ -58,8 +58,8 @@ def test_an_agent_sees_no_action_buttons_and_a_supervisor_does(client, agent_use
     assert 'data-action="pin"' in body and 'data-action="forget"' in body and 'data-action="lock"' in body
 
 
-def test_pending_pages_are_counted(client, agent_user, alice, alice_space):
-    Page.objects.filter(space=alice_space, tier="mtm").update(segment=None)
+def test_pending_pages_are_counted(client, agent_user, alice, assistant, django_capture_on_commit_callbacks):
+    builders.conversations(alice, assistant, capture=django_capture_on_commit_callbacks, place=False)
     client.force_login(agent_user)
 
     assert "5 pages left short-term memory" in client.get(url(alice)).content.decode()

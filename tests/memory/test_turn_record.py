@@ -7,7 +7,7 @@ import threading
 import pytest
 from django.db import connection
 
-from memory.models import MemoryEvent, MemorySpace, Page
+from memory.models import MemoryEvent, Page
 from memory.models.events import EventKind
 from memory.models.tiers import Tier
 from memory.services.turns import InvalidTurn, turn_record
@@ -52,7 +52,7 @@ def test_the_overflowing_turn_queues_updating_only_after_commit(space, django_ca
 
 
 def test_a_paused_memory_answers_but_drops_what_leaves_short_term(space, django_capture_on_commit_callbacks):
-    MemorySpace.objects.filter(pk=space.pk).update(paused=True)
+    builders.pause(space)
     with django_capture_on_commit_callbacks() as callbacks:
         builders.turns(space, messages=[f"message {i}" for i in range(9)])
     assert stm_messages(space) == [f"message {i}" for i in range(2, 9)]
