@@ -258,6 +258,11 @@ def pause(space: MemorySpace) -> None:
     memory_pause_set(space=space, paused=True, actor=Actor.end_user(space.end_user), reason="the test pauses memory")
 
 
+def segment_lock(segment: Segment, *, summary: str) -> None:
+    """Lock a segment under an operator's summary, keeping its vector so that pages on its topic still join it."""
+    Segment.objects.filter(pk=segment.pk).update(locked=True, summary=summary)
+
+
 def heat_set(segment: Segment, **counters: int) -> None:
     """Set a segment's heat counters (n_visit, l_interaction) as visits and interactions would have."""
     Segment.objects.filter(pk=segment.pk).update(**counters)

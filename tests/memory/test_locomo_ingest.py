@@ -77,11 +77,8 @@ def test_a_locomo_conversation_is_grouped_into_topical_segments(db, django_captu
 
 
 def locomo_record(space, turn: locomo.LocomoTurn):
-    from memory.services.turns import turn_record
-
-    return turn_record(
-        end_user=space.end_user,
-        assistant=space.assistant,
+    return builders.turn(
+        space,
         user_message=turn.user_message,
         assistant_reply=turn.assistant_reply,
         at=turn.at,

@@ -80,7 +80,7 @@ def test_a_locked_segment_takes_pages_but_keeps_its_summary(space, django_captur
     fill_stm(space)
     overflow(space, HIKING[:1], django_capture_on_commit_callbacks)
     segment = Segment.objects.get(pk=segment_of(HIKING[0]))
-    Segment.objects.filter(pk=segment.pk).update(locked=True, summary="Hiking (set by an operator)")
+    builders.segment_lock(segment, summary="Hiking (set by an operator)")
     overflow(space, HIKING[1:], django_capture_on_commit_callbacks, start=T0 + timedelta(days=1))
     segment.refresh_from_db()
     assert segment_of(HIKING[1]) == segment.id
