@@ -1,7 +1,7 @@
 """State builders for tests: small functions that build memory through our services, with sensible defaults.
 
 Where no service builds what a test needs (a segment with chosen heat, a page placed in a chosen segment, a fact or
-a profile version with chosen text), the builder writes the ORM directly: here, and nowhere else in the tests.
+a profile version with chosen text), the builder writes the memory rows directly: here, and nowhere else in tests.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 from django.db.models import F
 from django.utils import timezone
 
@@ -67,7 +68,7 @@ TOPICS = [
 ]
 
 
-def _vector(text: str):
+def _vector(text: str) -> np.ndarray:
     """The vector the store's embedder (the test seam's fake, usually) gives `text`."""
     return embedder_for_store().embed([text])[0]
 
@@ -75,7 +76,7 @@ def _vector(text: str):
 # --- People and spaces -----------------------------------------------------------------------------------------
 
 
-def end_user(*, tenant: str = "acme", external_id: str = "ann", **details) -> EndUser:
+def end_user(*, tenant: str = "acme", external_id: str = "ann", **details: str) -> EndUser:
     """An end user of the tenant `tenant` (created with its assistant `ava` if missing), through the services.
 
     `details` go to `end_user_create`: display_name, email, username, password.
@@ -128,7 +129,7 @@ def turn(
     user_message: str = "Hello.",
     assistant_reply: str = "Noted.",
     at: datetime | None = None,
-    **source,
+    **source: str | dict,
 ) -> TurnRecorded:
     """One turn recorded with `turn_record` (pages past STM capacity go to updating after commit).
 
