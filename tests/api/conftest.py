@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
-from memory.models import HeatSample, KnowledgeEntry, Page, ProfileVersion, Segment
-from memory.models.tiers import HeatEvent, KnowledgeKind, Tier
+from memory.models import KnowledgeEntry, Page, ProfileVersion, Segment
 from memory.services.api_tokens import api_token_create
 from memory.services.audit import Actor
 from memory.services.gdpr import user_erase
 from memory.services.gdpr_export import export_build, export_request
-from memory.services.promotion import text_hash
 from memory.services.tenancy import end_user_create
-from memory.services.turns import space_get_or_create, turn_record
+from tests import builders
+from tests.builders import T0
 
-T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 ALL_SCOPES = "read,write,govern"
 
 
@@ -87,58 +85,32 @@ class Memory:
 
 
 @pytest.fixture
-def memory(alice, assistant, embedder) -> Memory:
-    """Alice's memory, built with the real turn service and the engine's models (as updating would leave them)."""
-    space = space_get_or_create(end_user=alice, assistant=assistant)
-    turn_record(
-        end_user=alice,
-        assistant=assistant,
+def memory(alice, assistant) -> Memory:
+    """Alice's memory: a recorded turn placed in a segment (as updating would leave it) and a later one still in STM."""
+    space = builders.space_of(alice, assistant)
+    segment = builders.segment(
+        space,
+        summary="Alice's beagle Biscuit",
+        keywords=["beagle", "biscuit", "dog"],
+        l_interaction=1,
+        last_touched_at=T0,
+        heat_sampled=True,
+    )
+    mtm_page = builders.page(
+        space,
         user_message="I adopted a beagle called Biscuit last spring.",
         assistant_reply="Biscuit is a lovely name for a beagle!",
         at=T0,
-    )
-    later = turn_record(
-        end_user=alice,
-        assistant=assistant,
-        user_message="Any tips for rainy walks?",
-        assistant_reply="A raincoat.",
-        at=T0 + timedelta(minutes=5),
-    )
-    segment = Segment.objects.create(
-        space=space,
-        summary="Alice's beagle Biscuit",
-        keywords=["beagle", "biscuit", "dog"],
-        embedding=embedder.embed(["Alice's beagle Biscuit dog"])[0],
-        l_interaction=1,
-        last_touched_at=T0,
-    )
-    mtm_page = Page.objects.get(space=space, seq=1)
-    Page.objects.filter(pk=mtm_page.pk).update(
-        tier=Tier.MID_TERM, segment=segment, embedding=embedder.embed([mtm_page.text])[0]
-    )
-    HeatSample.objects.create(
         segment=segment,
-        space=space,
-        at=T0,
-        n_visit=0,
-        l_interaction=1,
-        r_recency=1.0,
-        heat=2.0,
-        event=HeatEvent.CREATED,
     )
-    fact = "Alice has a beagle called Biscuit."
-    knowledge = KnowledgeEntry.objects.create(
-        end_user=alice,
-        kind=KnowledgeKind.USER,
-        text=fact,
-        text_hash=text_hash(fact),
-        embedding=embedder.embed([fact])[0],
-        source_segment=segment,
+    later = builders.page(
+        space, user_message="Any tips for rainy walks?", assistant_reply="A raincoat.", at=T0 + timedelta(minutes=5)
     )
-    knowledge.source_pages.add(mtm_page)
-    profile = ProfileVersion.objects.create(end_user=alice, number=1, text="Alice owns a beagle.")
-    mtm_page.refresh_from_db()
-    return Memory(stm_page=later.page, mtm_page=mtm_page, segment=segment, knowledge=knowledge, profile=profile)
+    knowledge = builders.knowledge(
+        alice, text="Alice has a beagle called Biscuit.", source_segment=segment, source_pages=[mtm_page]
+    )
+    profile = builders.profile(alice, text="Alice owns a beagle.")
+    return Memory(stm_page=later, mtm_page=mtm_page, segment=segment, knowledge=knowledge, profile=profile)
 
 
 def error_of(response) -> dict:

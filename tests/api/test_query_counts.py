@@ -6,33 +6,18 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from memory.models import HeatSample, KnowledgeEntry, ProfileVersion, Segment
-from memory.models.tiers import KnowledgeKind
-from memory.services.promotion import text_hash
-from memory.services.turns import turn_record
+from tests import builders
 
 LISTS = ["/api/v1/pages/", "/api/v1/segments/", "/api/v1/knowledge/", "/api/v1/profile-versions/", "/api/v1/audit/"]
 
 
 def add_memory(end_user, assistant, n: int) -> None:
+    space = builders.space_of(end_user, assistant)
     for i in range(n):
-        page = turn_record(end_user=end_user, assistant=assistant, user_message=f"m{i}", assistant_reply="r").page
-        segment = Segment.objects.create(space=page.space, summary=f"s{i}", last_touched_at=page.at)
-        HeatSample.objects.create(
-            segment=segment,
-            space=page.space,
-            at=page.at,
-            n_visit=0,
-            l_interaction=0,
-            r_recency=1,
-            heat=1,
-            event="created",
-        )
-        entry = KnowledgeEntry.objects.create(
-            end_user=end_user, kind=KnowledgeKind.USER, text=f"f{i}", text_hash=text_hash(f"f{i}")
-        )
-        entry.source_pages.add(page)
-        ProfileVersion.objects.create(end_user=end_user, number=i + 1, text=f"p{i}")
+        page = builders.page(space, user_message=f"m{i}", assistant_reply="r")
+        builders.segment(space, summary=f"s{i}", last_touched_at=page.at, heat_sampled=True)
+        builders.knowledge(end_user, text=f"f{i}", source_pages=[page])
+        builders.profile(end_user, text=f"p{i}")
 
 
 def queries(api, url: str) -> int:

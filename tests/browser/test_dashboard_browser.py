@@ -11,9 +11,9 @@ import pytest
 from playwright.sync_api import expect
 
 from memory.models import AuditEntry, EndUser, ErasureReceipt, KnowledgeEntry, Page
+from tests import builders
 from tests.browser.conftest import log_in
 from tests.conftest import PASSWORD
-from tests.dashboard.conftest import memory_record
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -26,8 +26,8 @@ def _no_capture(execute: bool = True):
 @pytest.fixture
 def console_data(tenant, assistant, alice, bob, supervisor_user, dpo_user, settings, tmp_path):
     settings.EXPORT_DIR = tmp_path / "exports"
-    memory_record(alice, assistant, _no_capture)
-    memory_record(bob, assistant, _no_capture, rounds=1, promote=False)
+    builders.conversations(alice, assistant, capture=_no_capture)
+    builders.conversations(bob, assistant, capture=_no_capture, rounds=1, promote=False)
     return alice
 
 

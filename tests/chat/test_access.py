@@ -6,8 +6,7 @@ import pytest
 
 from memory.models import KnowledgeEntry, Page, ProfileVersion, Segment
 from memory.services.tenancy import assistant_create
-from memory.services.turns import space_get_or_create
-from tests.chat.conftest import fact, profile, said, topic
+from tests import builders
 
 PAGES = ["/chat/ava/", "/chat/ava/memory/"]
 ACTIONS = ["/chat/ava/send/", "/chat/ava/memory/pause/", "/chat/ava/memory/export/"]
@@ -15,12 +14,14 @@ ACTIONS = ["/chat/ava/send/", "/chat/ava/memory/pause/", "/chat/ava/memory/expor
 
 def memory_of(end_user, assistant) -> dict[str, int]:
     """One item of each kind in someone's memory, by the URL part that names it."""
-    space = space_get_or_create(end_user=end_user, assistant=assistant)
+    space = builders.space_of(end_user, assistant)
     return {
-        "turns": said(space, f"{end_user} secret turn").id,
-        "topics": topic(space, f"{end_user} secret topic", [f"{end_user} secret old turn"]).id,
-        "facts": fact(end_user, f"{end_user} secret fact").id,
-        "profile": profile(end_user, f"{end_user} secret profile").id,
+        "turns": builders.page(space, user_message=f"{end_user} secret turn").id,
+        "topics": builders.segment_with_pages(
+            space, summary=f"{end_user} secret topic", messages=[f"{end_user} secret old turn"]
+        ).id,
+        "facts": builders.knowledge(end_user, text=f"{end_user} secret fact").id,
+        "profile": builders.profile(end_user, text=f"{end_user} secret profile").id,
     }
 
 
@@ -111,7 +112,7 @@ def test_an_end_user_cannot_change_anyone_elses_memory_by_its_ids(
 
 def test_an_end_user_cannot_change_their_notes_with_another_assistant_from_this_one(client, alice, tenant):
     max_assistant = assistant_create(tenant=tenant, external_id="max", name="Max")
-    note = fact(alice, "Max promised an invoice template.", assistant=max_assistant)
+    note = builders.knowledge(alice, text="Max promised an invoice template.", assistant=max_assistant)
     client.force_login(alice.account)
 
     assert client.post(f"/chat/ava/memory/facts/{note.id}/forget/").status_code == 404

@@ -9,7 +9,7 @@ import pytest
 from memory.llm import LLMError
 from memory.models import ChatReply, Page
 from memory.services.tenancy import assistant_create
-from tests.chat.conftest import fact, profile, said, topic
+from tests import builders
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -54,9 +54,11 @@ def test_an_empty_conversation_invites_the_end_user_to_say_hello(logged_in):
 
 
 def test_the_conversation_shows_each_turn_and_what_each_reply_used(offline, logged_in, alice, assistant, space):
-    fact(alice, "Alice is vegetarian.")
-    topic(space, "Lisbon holiday vegetarian food", ["Vegetarian food in Lisbon?"])
-    said(space, "An imported turn.", "With no chat reply.")
+    builders.knowledge(alice, text="Alice is vegetarian.")
+    builders.segment_with_pages(
+        space, summary="Lisbon holiday vegetarian food", messages=["Vegetarian food in Lisbon?"]
+    )
+    builders.page(space, user_message="An imported turn.", assistant_reply="With no chat reply.")
     post_message(logged_in, "Vegetarian food in Lisbon")
 
     body = logged_in.get("/chat/ava/").content.decode()
@@ -72,7 +74,7 @@ def test_the_conversation_shows_each_turn_and_what_each_reply_used(offline, logg
 
 
 def test_memory_forgotten_since_is_counted_not_shown(offline, logged_in, alice, space):
-    entry = fact(alice, "Alice is vegetarian.")
+    entry = builders.knowledge(alice, text="Alice is vegetarian.")
     post_message(logged_in, "Is Alice vegetarian?")
     entry.delete()
 
@@ -158,9 +160,11 @@ def test_a_double_submit_answers_once(offline, logged_in):
 def test_the_chat_page_costs_the_same_queries_however_long_the_conversation(
     offline, logged_in, alice, space, django_assert_num_queries
 ):
-    profile(alice, "Alice likes Lisbon.")
-    fact(alice, "Alice is vegetarian.")
-    topic(space, "Lisbon holiday vegetarian food", ["Vegetarian food in Lisbon?"])
+    builders.profile(alice, text="Alice likes Lisbon.")
+    builders.knowledge(alice, text="Alice is vegetarian.")
+    builders.segment_with_pages(
+        space, summary="Lisbon holiday vegetarian food", messages=["Vegetarian food in Lisbon?"]
+    )
     for number in range(2):
         post_message(logged_in, f"Vegetarian food in Lisbon {number}", key=f"k-{number}")
 

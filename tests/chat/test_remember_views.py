@@ -12,7 +12,7 @@ import pytest
 
 from memory.models import AuditEntry, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
 from memory.models.tiers import Tier
-from tests.chat.conftest import fact, profile, said, topic
+from tests import builders
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 REASON = "requested by the end user"
@@ -27,12 +27,14 @@ def logged_in(client, alice):
 @pytest.fixture
 def remembered(space, alice, assistant):
     """Alice's memory with Ava: two profile versions, facts, a topic with two turns and a recent turn."""
-    profile(alice, "Alice lives in York.")
-    profile(alice, "Alice lives in Leeds and likes walking holidays.")
-    vegetarian = fact(alice, "Alice is vegetarian.")
-    note = fact(alice, "Ava recommended the Time Out Market.", assistant=assistant)
-    lisbon = topic(space, "Lisbon holiday in May", ["I am going to Lisbon in May", "Is Sintra worth a day?"])
-    recent = said(space, "I bake sourdough <b>bread</b>.", "Lovely!")
+    builders.profile(alice, text="Alice lives in York.")
+    builders.profile(alice, text="Alice lives in Leeds and likes walking holidays.")
+    vegetarian = builders.knowledge(alice, text="Alice is vegetarian.")
+    note = builders.knowledge(alice, text="Ava recommended the Time Out Market.", assistant=assistant)
+    lisbon = builders.segment_with_pages(
+        space, summary="Lisbon holiday in May", messages=["I am going to Lisbon in May", "Is Sintra worth a day?"]
+    )
+    recent = builders.page(space, user_message="I bake sourdough <b>bread</b>.", assistant_reply="Lovely!")
     return {"vegetarian": vegetarian, "note": note, "lisbon": lisbon, "recent": recent}
 
 
@@ -67,9 +69,11 @@ def test_the_page_costs_the_same_queries_however_much_is_remembered(
     # session, user, end user, assistant, space, profiles, knowledge, segments, their pages, recent pages
     with django_assert_num_queries(10):
         logged_in.get("/chat/ava/memory/")
-    topic(space, "Half marathon training", ["I signed up for a half marathon", "My knee aches"])
-    fact(alice, "Alice runs 15 km a week.")
-    said(space, "Another recent turn.")
+    builders.segment_with_pages(
+        space, summary="Half marathon training", messages=["I signed up for a half marathon", "My knee aches"]
+    )
+    builders.knowledge(alice, text="Alice runs 15 km a week.")
+    builders.page(space, user_message="Another recent turn.")
     with django_assert_num_queries(10):
         logged_in.get("/chat/ava/memory/")
 

@@ -7,10 +7,9 @@ import pytest
 from chat.offline import OFFLINE_LABEL
 from chat.prompt import quoted
 from chat.services import reply_generate
-from memory.models import AuditEntry, ChatReply, MemorySpace, Page, Segment
+from memory.models import AuditEntry, ChatReply, Page, Segment
 from memory.models.tiers import PageSource, Tier
-from memory.services.turns import space_get_or_create
-from tests.chat.conftest import fact, said, topic
+from tests import builders
 
 
 def send(end_user, assistant, message: str, key: str = "key-1"):
@@ -19,8 +18,12 @@ def send(end_user, assistant, message: str, key: str = "key-1"):
 
 @pytest.fixture
 def lisbon(space, alice):
-    fact(alice, "Alice is vegetarian.")
-    return topic(space, "Lisbon holiday vegetarian food", ["I am going to Lisbon in May", "Vegetarian food in Lisbon?"])
+    builders.knowledge(alice, text="Alice is vegetarian.")
+    return builders.segment_with_pages(
+        space,
+        summary="Lisbon holiday vegetarian food",
+        messages=["I am going to Lisbon in May", "Vegetarian food in Lisbon?"],
+    )
 
 
 def test_a_reply_is_generated_by_the_llm_and_the_turn_is_stored(llm, alice, assistant, lisbon):
@@ -94,7 +97,7 @@ def test_a_segment_that_supplied_a_page_is_visited(llm, alice, assistant, lisbon
 
 def test_while_memory_is_paused_retrieval_records_no_visits(llm, alice, assistant, space, lisbon):
     llm("Noted.")
-    MemorySpace.objects.filter(pk=space.pk).update(paused=True)
+    builders.pause(space)
 
     assert send(alice, assistant, "Vegetarian food in Lisbon").done
 
@@ -133,8 +136,10 @@ def test_offline_with_nothing_relevant_the_reply_says_so_plainly(offline, alice,
 
 
 def test_a_reply_never_uses_another_users_memory(llm, alice, bob, assistant, space):
-    fact(bob, "Bob's dog Biscuit digs up the garden.")
-    topic(space_get_or_create(end_user=bob, assistant=assistant), "Biscuit garden", ["Biscuit digs up the garden"])
+    builders.knowledge(bob, text="Bob's dog Biscuit digs up the garden.")
+    builders.segment_with_pages(
+        builders.space_of(bob, assistant), summary="Biscuit garden", messages=["Biscuit digs up the garden"]
+    )
     fake = llm("Noted.")
 
     send(alice, assistant, "Tell me about Biscuit the dog digging the garden")
@@ -156,7 +161,7 @@ def test_turns_past_short_term_capacity_move_on_to_mid_term_memory(
 
 
 def test_a_message_is_stored_as_sent_with_its_reply_in_one_page(llm, alice, assistant, space):
-    said(space, "Earlier turn.", "Earlier reply.")
+    builders.page(space, user_message="Earlier turn.", assistant_reply="Earlier reply.")
     llm("  Padded reply.  \n")
 
     result = send(alice, assistant, "Line one\nline two <b>bold</b>")
@@ -168,8 +173,8 @@ def test_a_message_is_stored_as_sent_with_its_reply_in_one_page(llm, alice, assi
 
 
 def test_offline_the_reply_mentions_turns_of_this_conversation_on_the_same_subject(offline, alice, assistant, space):
-    said(space, "My left knee aches after long runs.")
-    said(space, "I bake bread on Sundays.")
+    builders.page(space, user_message="My left knee aches after long runs.")
+    builders.page(space, user_message="I bake bread on Sundays.")
 
     result = send(alice, assistant, "What should I do about my knee?")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memory.models import AuditEntry, KnowledgeEntry, Page, ProfileVersion, Segment
+from tests import builders
 from tests.dashboard.conftest import HX
 
 REASON = "Customer asked on the phone"
@@ -24,7 +25,7 @@ def _item(space, kind: str):
 def _prepare(item, action: str) -> None:
     """Unpin and unlock need a pinned or locked item to change."""
     if action in ("unpin", "unlock"):
-        type(item).objects.filter(pk=item.pk).update(**{"pinned" if action == "unpin" else "locked": True})
+        builders.flags_set(item, **{"pinned" if action == "unpin" else "locked": True})
 
 
 def _post_data(kind: str, action: str) -> dict:

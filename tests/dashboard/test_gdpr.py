@@ -16,6 +16,7 @@ from memory.models import AuditEntry, EndUser, ErasureReceipt, ExportJob, JobSta
 from memory.services.audit import Actor
 from memory.services.gdpr_export import export_build, export_request, exports_expire
 from memory.tasks import export_build_task
+from tests import builders
 from tests.dashboard.conftest import HX
 
 
@@ -210,14 +211,8 @@ def test_the_user_gdpr_page_lists_the_users_exports(client, dpo_user, alice, ali
 def test_the_readable_summary_escapes_what_users_wrote(settings, alice, dpo_user):
     from memory.services.gdpr import user_export_data
     from memory.services.gdpr_export import export_summary_html
-    from memory.services.turns import turn_record
 
-    turn_record(
-        end_user=alice,
-        assistant=alice.tenant.assistants.get(),
-        user_message="<script>x()</script>",
-        assistant_reply="ok",
-    )
+    builders.page(builders.space_of(alice), user_message="<script>x()</script>", assistant_reply="ok")
 
     html = export_summary_html(user_export_data(end_user=alice))
 

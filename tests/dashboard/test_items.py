@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import AuditEntry, ChatReply, KnowledgeEntry, Page, Segment
+from memory.models import AuditEntry, KnowledgeEntry, Page, Segment
+from memory.steps import Usage
+from tests import builders
 
 
 def test_a_segment_shows_its_pages_by_chain_its_heat_plot_and_what_it_taught(client, agent_user, alice_space):
@@ -26,9 +28,7 @@ def test_a_segment_shows_its_pages_by_chain_its_heat_plot_and_what_it_taught(cli
 
 def test_a_page_links_to_its_source_reply_its_segment_and_what_came_from_it(client, agent_user, alice_space):
     page = Page.objects.filter(space=alice_space, segment__isnull=False).order_by("seq").first()
-    ChatReply.objects.create(
-        space=alice_space, idempotency_key="k1", user_message=page.user_message, page=page, status="done", llm_calls=1
-    )
+    builders.reply(alice_space, user_message=page.user_message, idempotency_key="k1", page=page, usage=Usage(calls=1))
     client.force_login(agent_user)
 
     response = client.get(f"/console/acme/pages/{page.pk}/")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from memory.models import ChatReply, MemoryEvent
 from memory.selectors.console import tenant_overview
+from memory.steps import Usage
+from tests import builders
 from tests.dashboard.conftest import HX
 
 
@@ -25,14 +26,14 @@ def test_it_counts_memory_per_tier_and_plots_it(client, agent_user, alice_space)
 
 def test_promotions_evictions_calls_and_tokens_are_summed_per_day(tenant, alice_space):
     now = timezone.now()
-    MemoryEvent.objects.create(
-        tenant=tenant, space=alice_space, kind="eviction", llm_calls=0, detail={"heat": 0.5, "removed_pages": 2}
-    )
-    MemoryEvent.objects.create(
-        tenant=tenant, space=alice_space, kind="stm_overflow", llm_calls=2, prompt_tokens=100, completion_tokens=20
-    )
-    ChatReply.objects.create(
-        space=alice_space, idempotency_key="k", user_message="hi", llm_calls=1, prompt_tokens=50, completion_tokens=5
+    builders.event(alice_space, kind="eviction", detail={"heat": 0.5, "removed_pages": 2})
+    builders.event(alice_space, kind="stm_overflow", usage=Usage(calls=2, prompt_tokens=100, completion_tokens=20))
+    builders.reply(
+        alice_space,
+        user_message="hi",
+        idempotency_key="k",
+        page=builders.page(alice_space, user_message="hi"),
+        usage=Usage(calls=1, prompt_tokens=50, completion_tokens=5),
     )
 
     data = tenant_overview(tenant=tenant, days=7, now=now)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
 
-from memory.models import EndUser, MemorySpace, Page, Segment
-from tests.dashboard.conftest import memory_record
+from memory.models import Page
+from tests import builders
 
 USERS_LIST_QUERIES = 7  # session, user, membership, role; count, the page's ids, the rows with every figure
 USER_PAGE_QUERIES = (
@@ -23,7 +22,7 @@ def test_the_users_list_costs_the_same_for_2_users_and_for_60(
     with django_assert_num_queries(USERS_LIST_QUERIES):
         client.get("/console/acme/users/")
 
-    EndUser.objects.bulk_create(EndUser(tenant=tenant, external_id=f"u{i}") for i in range(60))
+    builders.end_users(tenant, count=60)
     with django_assert_num_queries(USERS_LIST_QUERIES):
         client.get("/console/acme/users/", {"q": "u", "sort": "heat"})
 
@@ -31,8 +30,8 @@ def test_the_users_list_costs_the_same_for_2_users_and_for_60(
 def test_the_user_page_costs_the_same_for_small_and_large_memory(
     client, supervisor_user, alice, bob, assistant, django_capture_on_commit_callbacks, django_assert_num_queries
 ):
-    memory_record(alice, assistant, django_capture_on_commit_callbacks, rounds=1)
-    memory_record(bob, assistant, django_capture_on_commit_callbacks, rounds=4)
+    builders.conversations(alice, assistant, capture=django_capture_on_commit_callbacks, rounds=1)
+    builders.conversations(bob, assistant, capture=django_capture_on_commit_callbacks, rounds=4)
     assert Page.objects.filter(space__end_user=bob).count() == 4 * Page.objects.filter(space__end_user=alice).count()
     client.force_login(supervisor_user)
 
@@ -57,23 +56,7 @@ def _subplan_loops(plan: dict) -> list[int]:
 def test_with_ten_thousand_users_the_per_row_figures_are_computed_for_the_shown_rows_only(
     client, agent_user, tenant, assistant
 ):
-    users = EndUser.objects.bulk_create(
-        EndUser(tenant=tenant, external_id=f"user-{i:05}", display_name=f"User {i}", last_active_at=timezone.now())
-        for i in range(10_000)
-    )
-    spaces = MemorySpace.objects.bulk_create(
-        MemorySpace(tenant=tenant, end_user=u, assistant=assistant) for u in users[::10]
-    )
-    Segment.objects.bulk_create(
-        Segment(space=s, summary="topic", n_visit=n % 7, l_interaction=n % 5, last_touched_at=timezone.now())
-        for n, s in enumerate(spaces)
-        for _ in range(3)
-    )
-    Page.objects.bulk_create(
-        Page(space=s, seq=n, user_message="hello", assistant_reply="hi", at=timezone.now())
-        for s in spaces
-        for n in range(1, 8)
-    )
+    builders.crowd(tenant, assistant, users=10_000)
     with connection.cursor() as cursor:  # the statistics autovacuum keeps in production (rows in a test never commit)
         cursor.execute("ANALYZE memory_enduser, memory_memoryspace, memory_segment, memory_page")
     client.force_login(agent_user)

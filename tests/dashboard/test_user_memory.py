@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from memory.models import AuditEntry, Page, Segment
+from memory.models import AuditEntry, Segment
 from memory.services.tenancy import assistant_create
-from memory.services.turns import turn_record
+from tests import builders
 
 
 def url(end_user) -> str:
@@ -29,8 +29,8 @@ def test_it_shows_every_tier(client, agent_user, alice, alice_space):
 
 def test_segments_are_sorted_by_heat_hottest_first(client, agent_user, alice, alice_space):
     coolest, *_, hottest = Segment.objects.filter(space=alice_space).order_by("id")
-    Segment.objects.filter(pk=hottest.pk).update(n_visit=7)
-    Segment.objects.filter(pk=coolest.pk).update(n_visit=3)
+    builders.heat_set(hottest, n_visit=7)
+    builders.heat_set(coolest, n_visit=3)
     client.force_login(agent_user)
 
     rows = client.get(url(alice)).context["memory"].segments
@@ -58,8 +58,8 @@ def test_an_agent_sees_no_action_buttons_and_a_supervisor_does(client, agent_use
     assert 'data-action="pin"' in body and 'data-action="forget"' in body and 'data-action="lock"' in body
 
 
-def test_pending_pages_are_counted(client, agent_user, alice, alice_space):
-    Page.objects.filter(space=alice_space, tier="mtm").update(segment=None)
+def test_pending_pages_are_counted(client, agent_user, alice, assistant, django_capture_on_commit_callbacks):
+    builders.conversations(alice, assistant, capture=django_capture_on_commit_callbacks, place=False)
     client.force_login(agent_user)
 
     assert "5 pages left short-term memory" in client.get(url(alice)).content.decode()
@@ -75,7 +75,7 @@ def test_a_user_without_memory_gets_a_clear_empty_state(client, agent_user, bob)
 
 def test_it_switches_between_the_users_assistants(client, agent_user, tenant, alice, alice_space):
     max_ = assistant_create(tenant=tenant, external_id="max", name="Max")
-    turn_record(end_user=alice, assistant=max_, user_message="Hello Max, I like chess.", assistant_reply="Noted.")
+    builders.page(builders.space_of(alice, max_), user_message="Hello Max, I like chess.")
     client.force_login(agent_user)
 
     memory = client.get(url(alice), {"assistant": "max"}).context["memory"]

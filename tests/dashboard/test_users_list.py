@@ -8,9 +8,10 @@ import pytest
 from django.utils import timezone
 
 from memory.heat import segment_heat
-from memory.models import EndUser, Segment
+from memory.models import Segment
 from memory.selectors.console import end_users_search
 from memory.services.tenancy import end_user_create
+from tests import builders
 from tests.dashboard.conftest import HX
 
 URL = "/console/acme/users/"
@@ -33,7 +34,7 @@ def test_it_lists_each_user_with_tier_sizes_hottest_heat_and_last_activity(clien
 
 def test_the_hottest_heat_in_sql_equals_the_heat_formula(tenant, alice_space):
     now = timezone.now() + timedelta(days=3)
-    Segment.objects.filter(pk=Segment.objects.filter(space=alice_space).first().pk).update(n_visit=4)
+    builders.heat_set(Segment.objects.filter(space=alice_space).first(), n_visit=4)
 
     row = end_users_search(tenant=tenant, query="alice", now=now).get()
 
@@ -79,7 +80,7 @@ def test_it_sorts_by_heat_and_by_name(client, agent_user, alice_space, bob):
 
 
 def test_it_pages_through_many_users(client, agent_user, tenant):
-    EndUser.objects.bulk_create(EndUser(tenant=tenant, external_id=f"u{i:03}") for i in range(60))
+    builders.end_users(tenant, count=60)
     client.force_login(agent_user)
 
     page3 = client.get(URL, {"page": 3}).context["page"]

@@ -11,7 +11,7 @@ import pytest
 from evaluation import locomo
 from memory.models import KnowledgeEntry, Page, ProfileVersion, Segment
 from memory.models.tiers import Tier
-from tests.memory.conftest import make_space
+from tests import builders
 
 LOCOMO_DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev.json"
 
@@ -55,7 +55,7 @@ def mean_cosines(pages: list[Page]) -> tuple[float, float]:
 def test_a_locomo_conversation_is_grouped_into_topical_segments(db, django_capture_on_commit_callbacks):
     conversation = next(c for c in locomo.load(LOCOMO_DEV) if c["sample_id"] == "conv-26")["conversation"]
     turns = locomo.conversation_turns(conversation)
-    space = make_space(slug="locomo", user="caroline")
+    space = builders.space_of(builders.end_user(tenant="locomo", external_id="caroline"))
     with django_capture_on_commit_callbacks(execute=True):
         for turn in turns:
             locomo_record(space, turn)
@@ -77,11 +77,8 @@ def test_a_locomo_conversation_is_grouped_into_topical_segments(db, django_captu
 
 
 def locomo_record(space, turn: locomo.LocomoTurn):
-    from memory.services.turns import turn_record
-
-    return turn_record(
-        end_user=space.end_user,
-        assistant=space.assistant,
+    return builders.turn(
+        space,
         user_message=turn.user_message,
         assistant_reply=turn.assistant_reply,
         at=turn.at,

@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 
 from memory.models import Page
-from memory.services.turns import turn_record
 from memoryos_site.database import sqlalchemy_broker_url
+from tests import builders
 from tests.foundation.processes import answers, child_env, database_url_for_children, publishing_to, wait_for, worker
 
 REDIS = ("127.0.0.1", 6379)
@@ -26,10 +26,10 @@ pytestmark = [
 
 
 def record_turns(end_user, assistant, count: int) -> None:
+    space = builders.space_of(end_user, assistant)
     for n in range(1, count + 1):
-        turn_record(
-            end_user=end_user,
-            assistant=assistant,
+        builders.turn(
+            space,
             user_message=f"Message {n}: I am planning my garden and want to grow tomatoes and beans.",
             assistant_reply=f"Reply {n}: tomatoes like sun; beans need something to climb.",
         )

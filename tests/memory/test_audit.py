@@ -12,7 +12,7 @@ from memory.services.audit import (
     audit_tombstone_subject,
     audit_verify,
 )
-from tests.memory.conftest import make_space
+from tests import builders
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_entries_are_numbered_and_linked_per_tenant(trail):
 
 
 def test_another_tenant_has_its_own_chain(trail):
-    other = make_space(slug="globex", user="gus")
+    other = builders.space_of(builders.end_user(tenant="globex", external_id="gus"))
     audit_record(tenant=other.tenant, actor=Actor.system("test"), action="memory.read", end_user=other.end_user)
     assert AuditEntry.objects.get(tenant=other.tenant).seq == 1
 

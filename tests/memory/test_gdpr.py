@@ -8,23 +8,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
-from memory.models import (
-    AuditEntry,
-    ChatReply,
-    EndUser,
-    ErasureReceipt,
-    IdempotentRequest,
-    KnowledgeEntry,
-    MemorySpace,
-    Page,
-    ProfileVersion,
-)
-from memory.models.tiers import KnowledgeKind
+from memory.models import AuditEntry, EndUser, ErasureReceipt, MemorySpace, Page, ProfileVersion
 from memory.services.audit import Actor, audit_verify
 from memory.services.gdpr import receipt_verify, user_erase, user_export_data
 from memory.services.governance import knowledge_update, memory_flag_set, profile_edit
-from memory.services.promotion import segment_promote, text_hash
-from tests.memory.conftest import make_space, record_many
+from tests import builders
 
 MARKER = "zq7marker"
 DPO = Actor("operator", "9", "dana")
@@ -33,34 +21,26 @@ DPO = Actor("operator", "9", "dana")
 @pytest.fixture
 def marked(db, django_capture_on_commit_callbacks, client):
     """An end user with the marker in every kind of memory, a login session, and an audited edit."""
-    space = make_space(slug="acme", user=f"user-{MARKER}")
-    account = get_user_model().objects.create_user(username=f"login-{MARKER}", password="pw-long-enough-1")
-    EndUser.objects.filter(pk=space.end_user_id).update(
-        account=account, display_name=f"Name {MARKER}", email=f"{MARKER}@example.com"
+    end_user = builders.end_user(
+        external_id=f"user-{MARKER}",
+        display_name=f"Name {MARKER}",
+        email=f"{MARKER}@example.com",
+        username=f"login-{MARKER}",
+        password="pw-long-enough-1",
     )
-    space.end_user.refresh_from_db()
+    space = builders.space_of(end_user)
     with django_capture_on_commit_callbacks(execute=True):
-        record_many(space, [f"I keep my {MARKER} notebook in the kitchen drawer, page {i}." for i in range(16)])
-    for segment in space.segments.all():
-        segment.l_interaction = 9
-        segment.save(update_fields=["l_interaction"])
-        segment_promote(segment_id=segment.id)
-    fact = KnowledgeEntry.objects.create(
-        end_user=space.end_user, kind=KnowledgeKind.USER, text=f"fact {MARKER}", text_hash=text_hash(MARKER)
-    )
+        builders.turns(
+            space, messages=[f"I keep my {MARKER} notebook in the kitchen drawer, page {i}." for i in range(16)]
+        )
+    builders.segments_promote(space)
+    fact = builders.knowledge(end_user, text=f"fact {MARKER}")
     knowledge_update(entry=fact, text=f"edited fact {MARKER}", actor=DPO, reason=f"because {MARKER}")
     memory_flag_set(item=fact, flag="pinned", value=True, actor=DPO, reason="keep")
-    profile_edit(end_user=space.end_user, text=f"Profile {MARKER}", actor=DPO, reason="r")
-    ChatReply.objects.create(space=space, idempotency_key="k1", user_message=f"hello {MARKER}")
-    IdempotentRequest.objects.create(
-        tenant=space.tenant,
-        end_user=space.end_user,
-        key="k",
-        endpoint="turns",
-        request_hash="h",
-        response={"m": MARKER},
-    )
-    client.force_login(account)
+    profile_edit(end_user=end_user, text=f"Profile {MARKER}", actor=DPO, reason="r")
+    builders.reply(space, user_message=f"hello {MARKER}")
+    builders.idempotent_request(end_user, response={"m": MARKER})
+    client.force_login(end_user.account)
     return space
 
 
@@ -133,7 +113,7 @@ def test_erasure_needs_a_legal_basis(marked):
 
 
 def test_erasing_one_user_leaves_another_untouched(marked):
-    other = make_space(slug="acme", user="bystander")
-    record_many(other, ["I like tea."])
+    other = builders.space_of(builders.end_user(external_id="bystander"))
+    builders.turns(other, messages=["I like tea."])
     user_erase(end_user=marked.end_user, actor=DPO, legal_basis="GDPR Art. 17", dry_run=False)
     assert Page.objects.filter(space=other).count() == 1

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from memory.models import AuditEntry, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
-from memory.models.tiers import KnowledgeKind, ProfileAuthor
+from memory.models.tiers import ProfileAuthor
 from memory.services.audit import Actor, audit_verify
 from memory.services.governance import (
     GovernanceError,
@@ -22,41 +22,32 @@ from memory.services.governance import (
     segment_forget,
     segment_update,
 )
-from memory.services.promotion import segment_promote, text_hash
-from tests.memory.conftest import T0
+from memory.services.promotion import segment_promote
+from tests import builders
+from tests.builders import T0
 
 OPERATOR = Actor("operator", "1", "sam")
 SECRET = "My locker code at the gym is 4417 and nobody knows it."
 
 
-def entry(space, text="The user likes tea", **flags):
-    return KnowledgeEntry.objects.create(
-        end_user=space.end_user, kind=KnowledgeKind.USER, text=text, text_hash=text_hash(text), **flags
-    )
-
-
 @pytest.fixture
 def promoted(space):
     """A segment with a secret page, promoted offline so the secret is quoted in facts, profile and summaries."""
-    segment = Segment.objects.create(space=space, summary=SECRET, l_interaction=9, last_touched_at=T0)
-    secret = Page.objects.create(
-        space=space,
-        seq=1,
+    segment = builders.segment(space, summary=SECRET, l_interaction=9, last_touched_at=T0)
+    secret = builders.page(
+        space,
         user_message=SECRET,
         assistant_reply="I will keep that safe.",
         at=T0,
-        tier="mtm",
         segment=segment,
         chain_summary=SECRET,
         topic_summary=SECRET,
     )
-    Page.objects.create(
-        space=space,
-        seq=2,
+    builders.page(
+        space,
         user_message="I also love green tea in the morning.",
         assistant_reply="Nice.",
         at=T0 + timedelta(minutes=1),
-        tier="mtm",
         segment=segment,
         topic_summary="Green tea in the morning.",
     )
@@ -67,7 +58,7 @@ def promoted(space):
 
 
 def test_editing_knowledge_changes_text_and_embedding_and_audits_before_and_after(space):
-    fact = entry(space)
+    fact = builders.knowledge(space.end_user, embedded=False)
     knowledge_update(entry=fact, text="The user prefers green tea", actor=OPERATOR, reason="user corrected it")
     fact.refresh_from_db()
     assert fact.text == "The user prefers green tea" and fact.embedding is not None
@@ -84,7 +75,7 @@ def test_editing_knowledge_changes_text_and_embedding_and_audits_before_and_afte
     ("text", "reason", "error"), [("", "why", "empty"), ("ok", "", "reason"), ("x" * 4001, "r", "longer")]
 )
 def test_a_bad_edit_is_refused_and_changes_nothing(space, text, reason, error):
-    fact = entry(space)
+    fact = builders.knowledge(space.end_user)
     with pytest.raises(GovernanceError, match=error):
         knowledge_update(entry=fact, text=text, actor=OPERATOR, reason=reason)
     fact.refresh_from_db()
@@ -93,7 +84,7 @@ def test_a_bad_edit_is_refused_and_changes_nothing(space, text, reason, error):
 
 
 def test_editing_a_segment_summary_recomputes_its_embedding(space, embedder):
-    segment = Segment.objects.create(space=space, summary="old", last_touched_at=T0)
+    segment = builders.segment(space, summary="old", last_touched_at=T0)
     segment_update(
         segment=segment, summary="Trips to Japan", keywords=["Japan", "travel"], actor=OPERATOR, reason="clearer"
     )
@@ -103,7 +94,7 @@ def test_editing_a_segment_summary_recomputes_its_embedding(space, embedder):
 
 
 def test_a_hand_written_profile_is_a_new_version_by_its_author(space):
-    ProfileVersion.objects.create(end_user=space.end_user, number=1, text="v1")
+    builders.profile(space.end_user, text="v1")
     version = profile_edit(
         end_user=space.end_user, text="Prefers email.", actor=Actor.end_user(space.end_user), reason="mine"
     )
@@ -112,7 +103,7 @@ def test_a_hand_written_profile_is_a_new_version_by_its_author(space):
 
 
 def test_pinning_is_audited_once_and_unpinning_too(space):
-    fact = entry(space)
+    fact = builders.knowledge(space.end_user)
     assert memory_flag_set(item=fact, flag="pinned", value=True, actor=OPERATOR, reason="important")
     assert not memory_flag_set(item=fact, flag="pinned", value=True, actor=OPERATOR, reason="again")
     assert memory_flag_set(item=fact, flag="pinned", value=False, actor=OPERATOR, reason="no longer")
@@ -123,7 +114,7 @@ def test_pinning_is_audited_once_and_unpinning_too(space):
 
 
 def test_a_profile_version_cannot_be_pinned(space):
-    version = ProfileVersion.objects.create(end_user=space.end_user, number=1, text="v1")
+    version = builders.profile(space.end_user, text="v1")
     with pytest.raises(GovernanceError, match="cannot be pinned"):
         memory_flag_set(item=version, flag="pinned", value=True, actor=OPERATOR, reason="x")
 
@@ -132,10 +123,10 @@ def test_a_locked_entry_survives_the_fifo_cap(space, settings):
     from memory.services.promotion import knowledge_enforce_capacity
 
     settings.MEMORY_KNOWLEDGE_CAPACITY = 2
-    oldest = entry(space, "oldest fact")
+    oldest = builders.knowledge(space.end_user, text="oldest fact")
     memory_flag_set(item=oldest, flag="locked", value=True, actor=OPERATOR, reason="keep")
-    entry(space, "newer fact")
-    entry(space, "newest fact")
+    builders.knowledge(space.end_user, text="newer fact")
+    builders.knowledge(space.end_user, text="newest fact")
     knowledge_enforce_capacity(space=space)
     assert sorted(KnowledgeEntry.objects.values_list("text", flat=True)) == ["newest fact", "oldest fact"]
 
@@ -156,9 +147,7 @@ def test_forgetting_a_page_removes_it_and_every_text_that_quotes_it(space, promo
 
 
 def test_forgetting_a_page_redacts_later_turns_that_quoted_it(space, promoted):
-    later = Page.objects.create(
-        space=space, seq=3, user_message="What did I tell you?", assistant_reply=f"You said: {SECRET}", at=T0
-    )
+    later = builders.page(space, user_message="What did I tell you?", assistant_reply=f"You said: {SECRET}", at=T0)
     page_forget(page=promoted, actor=OPERATOR, reason="user asked")
     later.refresh_from_db()
     assert "4417" not in later.assistant_reply and "[forgotten]" in later.assistant_reply
@@ -186,10 +175,10 @@ def test_forgetting_a_segment_removes_its_pages_and_heat_history(space, promoted
 
 
 def test_forgetting_knowledge_and_profile_versions(space):
-    fact = entry(space)
+    fact = builders.knowledge(space.end_user)
     knowledge_forget(entry=fact, actor=OPERATOR, reason="wrong")
-    first = ProfileVersion.objects.create(end_user=space.end_user, number=1, text="v1")
-    second = ProfileVersion.objects.create(end_user=space.end_user, number=2, text="v2")
+    first = builders.profile(space.end_user, text="v1")
+    second = builders.profile(space.end_user, text="v2")
     profile_version_forget(version=second, actor=OPERATOR, reason="wrong")
     assert not KnowledgeEntry.objects.exists()
     assert list(ProfileVersion.objects.all()) == [first]

@@ -10,13 +10,14 @@ from memory.heat import heat_of
 from memory.models import HeatSample, Segment
 from memory.models.tiers import HeatEvent
 from memory.services.heat_samples import segment_visits_record
-from tests.memory.conftest import T0
+from tests import builders
+from tests.builders import T0
 
 NOW = T0 + timedelta(days=1)
 
 
 def segment(space, **counters) -> Segment:
-    return Segment.objects.create(space=space, summary="s", keywords=["s"], last_touched_at=T0, **counters)
+    return builders.segment(space, summary="s", keywords=["s"], last_touched_at=T0, **counters)
 
 
 def test_a_visit_counts_once_per_segment_and_samples_the_updated_counters(space):

@@ -8,38 +8,24 @@ from datetime import timedelta
 import pytest
 
 from memory.llm import use_llm
-from memory.models import KnowledgeEntry, MemoryEvent, Page, ProfileVersion, Segment
+from memory.models import KnowledgeEntry, MemoryEvent, ProfileVersion, Segment
 from memory.models.events import EventKind, EventStatus
 from memory.models.tiers import HeatEvent, KnowledgeKind
-from memory.services.promotion import knowledge_enforce_capacity, segment_promote, text_hash
+from memory.services.promotion import knowledge_enforce_capacity, segment_promote
 from memory.step_types import StepFailed
+from tests import builders
+from tests.builders import T0
 from tests.fakes import ScriptedLLM
-from tests.memory.conftest import T0
 
 NOW = T0 + timedelta(days=1)
 
 
-def hot_segment(space, topic: str, pages: list[tuple[str, str]], l_interaction: int = 5) -> Segment:
-    segment = Segment.objects.create(space=space, summary=topic, l_interaction=l_interaction, last_touched_at=NOW)
-    start = Page.objects.filter(space=space).count() + 1
-    for offset, (user_message, reply) in enumerate(pages):
-        Page.objects.create(
-            space=space,
-            seq=start + offset,
-            user_message=user_message,
-            assistant_reply=reply,
-            at=T0 + timedelta(minutes=offset),
-            tier="mtm",
-            segment=segment,
-        )
-    return segment
-
-
 def test_a_hot_segment_updates_the_profile_and_stores_facts_with_their_pages(space):
-    segment = hot_segment(
+    segment = builders.segment_with_pages(
         space,
-        "hiking",
-        [("I love hiking in the Alps with my dog Rex.", "I will send you a list of dog-friendly trails.")],
+        summary="hiking",
+        messages=[("I love hiking in the Alps with my dog Rex.", "I will send you a list of dog-friendly trails.")],
+        l_interaction=5,
     )
     report = segment_promote(segment_id=segment.id, now=NOW)
     assert report.promoted
@@ -55,7 +41,9 @@ def test_a_hot_segment_updates_the_profile_and_stores_facts_with_their_pages(spa
 
 
 def test_promotion_marks_pages_analysed_resets_interaction_and_records_itself(space):
-    segment = hot_segment(space, "hiking", [("I love hiking with my dog Rex.", "Sounds great.")])
+    segment = builders.segment_with_pages(
+        space, summary="hiking", messages=[("I love hiking with my dog Rex.", "Sounds great.")], l_interaction=5
+    )
     segment_promote(segment_id=segment.id, now=NOW)
     segment.refresh_from_db()
     assert segment.l_interaction == 0
@@ -66,9 +54,11 @@ def test_promotion_marks_pages_analysed_resets_interaction_and_records_itself(sp
 
 
 def test_promoting_twice_has_one_effect(space):
-    segment = hot_segment(space, "hiking", [("I love hiking with my dog Rex.", "Sounds great.")], l_interaction=9)
+    segment = builders.segment_with_pages(
+        space, summary="hiking", messages=[("I love hiking with my dog Rex.", "Sounds great.")], l_interaction=9
+    )
     segment_promote(segment_id=segment.id, now=NOW)
-    Segment.objects.filter(pk=segment.pk).update(l_interaction=9)  # still hot, but nothing new to analyse
+    builders.heat_set(segment, l_interaction=9)  # still hot, but nothing new to analyse
     second = segment_promote(segment_id=segment.id, now=NOW)
     assert not second.promoted and second.reason == "nothing unanalysed"
     assert ProfileVersion.objects.count() == 1
@@ -76,7 +66,9 @@ def test_promoting_twice_has_one_effect(space):
 
 
 def test_a_segment_below_tau_or_deleted_is_left_alone(space):
-    cool = hot_segment(space, "hiking", [("I love hiking with my dog Rex.", "ok")], l_interaction=3)
+    cool = builders.segment_with_pages(
+        space, summary="hiking", messages=[("I love hiking with my dog Rex.", "ok")], l_interaction=3
+    )
     assert segment_promote(segment_id=cool.id, now=NOW).reason == "not hot"
     assert segment_promote(segment_id=987654, now=NOW).reason == "segment gone"
     assert not ProfileVersion.objects.exists()
@@ -85,16 +77,24 @@ def test_a_segment_below_tau_or_deleted_is_left_alone(space):
 def test_every_hot_segment_with_new_pages_is_promoted_in_one_pass(space, django_capture_on_commit_callbacks):
     from memory.services.updating import hot_segment_ids
 
-    first = hot_segment(space, "hiking", [("I love hiking with my dog Rex.", "ok")])
-    second = hot_segment(space, "baking", [("I bake sourdough bread every Sunday.", "ok")])
-    done = hot_segment(space, "done", [("I have two sisters.", "ok")])
+    first = builders.segment_with_pages(
+        space, summary="hiking", messages=[("I love hiking with my dog Rex.", "ok")], l_interaction=5
+    )
+    second = builders.segment_with_pages(
+        space, summary="baking", messages=[("I bake sourdough bread every Sunday.", "ok")], l_interaction=5
+    )
+    done = builders.segment_with_pages(space, summary="done", messages=[("I have two sisters.", "ok")], l_interaction=5)
     done.pages.update(analysed=True)
     assert hot_segment_ids(space_id=space.id, now=NOW) == sorted([first.id, second.id])
 
 
 def test_exact_duplicate_facts_are_not_stored_twice(space):
-    first = hot_segment(space, "a", [("I love hiking with my dog Rex.", "ok")])
-    second = hot_segment(space, "b", [("I love hiking with my dog Rex.", "ok")])
+    first = builders.segment_with_pages(
+        space, summary="a", messages=[("I love hiking with my dog Rex.", "ok")], l_interaction=5
+    )
+    second = builders.segment_with_pages(
+        space, summary="b", messages=[("I love hiking with my dog Rex.", "ok")], l_interaction=5
+    )
     segment_promote(segment_id=first.id, now=NOW)
     segment_promote(segment_id=second.id, now=NOW)
     assert KnowledgeEntry.objects.filter(kind=KnowledgeKind.USER).count() == 1
@@ -104,16 +104,7 @@ def test_the_knowledge_store_drops_the_oldest_unpinned_unlocked_entries_past_cap
     settings.MEMORY_KNOWLEDGE_CAPACITY = 3
     entries = []
     for i in range(5):
-        entries.append(
-            KnowledgeEntry.objects.create(
-                end_user=space.end_user,
-                kind=KnowledgeKind.USER,
-                text=f"fact {i}",
-                text_hash=text_hash(f"fact {i}"),
-                pinned=(i == 0),
-                locked=(i == 1),
-            )
-        )
+        entries.append(builders.knowledge(space.end_user, text=f"fact {i}", pinned=(i == 0), locked=(i == 1)))
     dropped = knowledge_enforce_capacity(space=space)
     assert dropped == [entries[2].id, entries[3].id]
     assert sorted(KnowledgeEntry.objects.values_list("text", flat=True)) == ["fact 0", "fact 1", "fact 4"]
@@ -121,8 +112,10 @@ def test_the_knowledge_store_drops_the_oldest_unpinned_unlocked_entries_past_cap
 
 
 def test_a_locked_profile_is_never_overwritten_by_promotion(space):
-    ProfileVersion.objects.create(end_user=space.end_user, number=1, text="Set by an operator.", locked=True)
-    segment = hot_segment(space, "hiking", [("I love hiking with my dog Rex.", "ok")])
+    builders.profile(space.end_user, text="Set by an operator.", locked=True)
+    segment = builders.segment_with_pages(
+        space, summary="hiking", messages=[("I love hiking with my dog Rex.", "ok")], l_interaction=5
+    )
     assert segment_promote(segment_id=segment.id, now=NOW).profile_version_id is None
     assert list(ProfileVersion.objects.values_list("text", flat=True)) == ["Set by an operator."]
 
@@ -133,7 +126,9 @@ def llm_mode(settings):
 
 
 def test_with_an_llm_promotion_costs_two_calls(space, llm_mode):
-    segment = hot_segment(space, "hiking", [("I love hiking with my dog Rex.", "I'll find trails.")])
+    segment = builders.segment_with_pages(
+        space, summary="hiking", messages=[("I love hiking with my dog Rex.", "I'll find trails.")], l_interaction=5
+    )
     llm = ScriptedLLM(
         [
             json.dumps({"profile": "Loves hiking with Rex, a dog."}),
@@ -149,7 +144,9 @@ def test_with_an_llm_promotion_costs_two_calls(space, llm_mode):
 
 
 def test_a_failing_llm_leaves_long_term_memory_unchanged_and_pages_unanalysed(space, llm_mode):
-    segment = hot_segment(space, "hiking", [("I love hiking with my dog Rex.", "ok")])
+    segment = builders.segment_with_pages(
+        space, summary="hiking", messages=[("I love hiking with my dog Rex.", "ok")], l_interaction=5
+    )
     llm = ScriptedLLM([json.dumps({"profile": "Loves hiking."}), "garbage", "more garbage"])
     with use_llm(llm), pytest.raises(StepFailed):
         segment_promote(segment_id=segment.id, now=NOW)

@@ -11,8 +11,8 @@ from memory.embeddings import use_embedder
 from memory.models import EmbeddingState, Page, Segment
 from memory.retrieval import retrieve
 from memory.services.embedding_state import EmbeddingMismatch, forget_verification
+from tests import builders
 from tests.fakes import HashingEmbedder
-from tests.memory.conftest import record_many
 
 
 class OtherModel(HashingEmbedder):
@@ -28,7 +28,7 @@ def fresh_verification():
 
 def test_a_changed_model_is_refused_until_memory_is_reembedded(space, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        record_many(space, [f"hiking with my dog number {i}" for i in range(10)])
+        builders.turns(space, messages=[f"hiking with my dog number {i}" for i in range(10)])
     assert EmbeddingState.objects.get().model == "test:hashing"
     forget_verification()
     with use_embedder(OtherModel(dimension=32)), pytest.raises(EmbeddingMismatch, match="memory_reembed"):

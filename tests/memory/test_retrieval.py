@@ -6,56 +6,29 @@ from datetime import timedelta
 
 import pytest
 
-from memory.models import HeatSample, KnowledgeEntry, Page, ProfileVersion, Segment
-from memory.models.tiers import HeatEvent, KnowledgeKind
+from memory.models import HeatSample, Segment
+from memory.models.tiers import HeatEvent
 from memory.retrieval import retrieve
 from memory.services.embedding_state import embedder_for_store
-from memory.services.promotion import text_hash
-from tests.memory.conftest import T0, make_space, record_many
+from tests import builders
+from tests.builders import T0
 
 NOW = T0 + timedelta(days=2)
 
 
-def segment_with_pages(space, embedder, topic: str, messages: list[str], seq_start: int) -> Segment:
-    vectors = embedder.embed([topic, *messages])
-    segment = Segment.objects.create(
-        space=space, summary=topic, keywords=topic.lower().split(), embedding=vectors[0], last_touched_at=T0
-    )
-    for i, (message, vector) in enumerate(zip(messages, vectors[1:], strict=True)):
-        Page.objects.create(
-            space=space,
-            seq=seq_start + i,
-            user_message=message,
-            assistant_reply="ok",
-            at=T0,
-            tier="mtm",
-            segment=segment,
-            embedding=vector,
-        )
-    return segment
-
-
-def knowledge(space, embedder, text: str, kind=KnowledgeKind.USER, assistant=None, **flags) -> KnowledgeEntry:
-    return KnowledgeEntry.objects.create(
-        end_user=space.end_user,
-        assistant=assistant,
-        kind=kind,
-        text=text,
-        text_hash=text_hash(text),
-        embedding=embedder.embed([text])[0],
-        **flags,
-    )
-
-
 @pytest.fixture
-def memory(space, embedder):
-    hiking = segment_with_pages(space, embedder, "hiking mountains dog", ["hiking mountains with my dog"], 100)
-    baking = segment_with_pages(space, embedder, "baking sourdough bread", ["baking sourdough bread at home"], 200)
-    knowledge(space, embedder, "The user hikes in the mountains with a dog")
-    knowledge(space, embedder, "The user bakes sourdough bread")
-    knowledge(space, embedder, "Promised trail maps", KnowledgeKind.ASSISTANT, space.assistant)
-    ProfileVersion.objects.create(end_user=space.end_user, number=1, text="Likes the outdoors.")
-    record_many(space, ["what should I do this weekend?"], start=T0)
+def memory(space):
+    hiking = builders.segment_with_pages(
+        space, summary="hiking mountains dog", messages=["hiking mountains with my dog"]
+    )
+    baking = builders.segment_with_pages(
+        space, summary="baking sourdough bread", messages=["baking sourdough bread at home"]
+    )
+    builders.knowledge(space.end_user, text="The user hikes in the mountains with a dog")
+    builders.knowledge(space.end_user, text="The user bakes sourdough bread")
+    builders.knowledge(space.end_user, text="Promised trail maps", assistant=space.assistant)
+    builders.profile(space.end_user, text="Likes the outdoors.")
+    builders.turns(space, messages=["what should I do this weekend?"], start=T0)
     return {"hiking": hiking, "baking": baking}
 
 
@@ -99,18 +72,19 @@ def test_a_preview_records_no_visit(space, memory):
     assert not HeatSample.objects.exists()
 
 
-def test_pinned_memories_are_always_included(space, memory, embedder):
-    pinned = knowledge(space, embedder, "Allergic to peanuts", pinned=True)
-    Segment.objects.filter(pk=memory["baking"].pk).update(pinned=True)
+def test_pinned_memories_are_always_included(space, memory):
+    pinned = builders.knowledge(space.end_user, text="Allergic to peanuts", pinned=True)
+    builders.flags_set(memory["baking"], pinned=True)
     result = retrieve(space=space, query="hiking", now=NOW)
     assert pinned in result.pinned_knowledge
     assert [s.id for s in result.pinned_segments] == [memory["baking"].id]
 
 
-def test_another_users_memory_never_comes_back(space, memory, embedder):
-    stranger = make_space(slug="globex", user="gus")
-    segment_with_pages(stranger, embedder, "hiking mountains dog", ["gus hikes mountains with a dog"], 1)
-    knowledge(stranger, embedder, "Gus hikes")
+def test_another_users_memory_never_comes_back(space, memory, other_space):
+    builders.segment_with_pages(
+        other_space, summary="hiking mountains dog", messages=["gus hikes mountains with a dog"]
+    )
+    builders.knowledge(other_space.end_user, text="Gus hikes")
     result = retrieve(space=space, query="hiking mountains dog", now=NOW)
     assert all(p.page.space_id == space.id for p in result.pages)
     assert all(k.entry.end_user_id == space.end_user_id for k in result.user_knowledge)
@@ -122,12 +96,10 @@ def test_an_empty_query_returns_short_term_profile_and_pins_without_searching(sp
     assert len(result.short_term) == 1
 
 
-def test_retrieval_takes_a_fixed_number_of_queries_however_large_memory_is(
-    space, memory, embedder, django_assert_num_queries
-):
+def test_retrieval_takes_a_fixed_number_of_queries_however_large_memory_is(space, memory, django_assert_num_queries):
     embedder_for_store()
     for i in range(30):
-        segment_with_pages(space, embedder, f"topic {i} words", [f"page about topic {i}"] * 3, 1000 + i * 10)
-        knowledge(space, embedder, f"fact number {i}")
+        builders.segment_with_pages(space, summary=f"topic {i} words", messages=[f"page about topic {i}"] * 3)
+        builders.knowledge(space.end_user, text=f"fact number {i}")
     with django_assert_num_queries(12):
         retrieve(space=space, query="topic 7 words", now=NOW)

@@ -7,11 +7,11 @@ import threading
 import pytest
 from django.db import connection
 
-from memory.models import MemoryEvent, MemorySpace, Page
+from memory.models import MemoryEvent, Page
 from memory.models.events import EventKind
 from memory.models.tiers import Tier
 from memory.services.turns import InvalidTurn, turn_record
-from tests.memory.conftest import make_space, record, record_many
+from tests import builders
 
 
 def stm_messages(space):
@@ -21,7 +21,9 @@ def stm_messages(space):
 
 
 def test_a_turn_becomes_one_short_term_page(space):
-    recorded = record(space, "I adopted a cat named Miso.", "Congratulations on Miso!")
+    recorded = builders.turn(
+        space, user_message="I adopted a cat named Miso.", assistant_reply="Congratulations on Miso!"
+    )
     page = Page.objects.get()
     assert recorded.page == page
     assert (page.tier, page.seq, page.user_message, page.assistant_reply) == (
@@ -35,7 +37,7 @@ def test_a_turn_becomes_one_short_term_page(space):
 
 def test_short_term_memory_keeps_the_latest_seven_turns_in_order(space, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks():
-        record_many(space, [f"message {i}" for i in range(10)])
+        builders.turns(space, messages=[f"message {i}" for i in range(10)])
     assert stm_messages(space) == [f"message {i}" for i in range(3, 10)]
     evicted = Page.objects.filter(space=space, tier=Tier.MID_TERM).order_by("seq")
     assert [p.user_message for p in evicted] == ["message 0", "message 1", "message 2"]
@@ -43,16 +45,16 @@ def test_short_term_memory_keeps_the_latest_seven_turns_in_order(space, django_c
 
 def test_the_overflowing_turn_queues_updating_only_after_commit(space, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks() as callbacks:
-        results = record_many(space, [f"message {i}" for i in range(8)])
+        results = builders.turns(space, messages=[f"message {i}" for i in range(8)])
     assert [r.queued_updating for r in results] == [False] * 7 + [True]
     assert len(callbacks) == 1
     assert results[-1].evicted_page_ids == [Page.objects.get(user_message="message 0").id]
 
 
 def test_a_paused_memory_answers_but_drops_what_leaves_short_term(space, django_capture_on_commit_callbacks):
-    MemorySpace.objects.filter(pk=space.pk).update(paused=True)
+    builders.pause(space)
     with django_capture_on_commit_callbacks() as callbacks:
-        record_many(space, [f"message {i}" for i in range(9)])
+        builders.turns(space, messages=[f"message {i}" for i in range(9)])
     assert stm_messages(space) == [f"message {i}" for i in range(2, 9)]
     assert not Page.objects.filter(tier=Tier.MID_TERM).exists()
     assert callbacks == []
@@ -65,7 +67,7 @@ def test_a_paused_memory_answers_but_drops_what_leaves_short_term(space, django_
 )
 def test_a_bad_turn_is_refused_with_a_clear_error_and_stores_nothing(space, user_message, error):
     with pytest.raises(InvalidTurn, match=error):
-        record(space, user_message)
+        builders.turn(space, user_message=user_message)
     assert not Page.objects.exists()
 
 
@@ -75,19 +77,19 @@ def test_a_user_and_an_assistant_of_two_tenants_cannot_share_memory(space, other
 
 
 def test_html_is_stored_as_the_text_it_is(space):
-    record(space, "<script>alert('x')</script>")
+    builders.turn(space, user_message="<script>alert('x')</script>")
     assert Page.objects.get().user_message == "<script>alert('x')</script>"
 
 
 @pytest.mark.django_db(transaction=True)
 def test_twenty_concurrent_turns_for_one_user_give_twenty_pages_in_order_and_nothing_lost(settings):
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    space = make_space(slug="busy")
+    space = builders.space_of(builders.end_user(tenant="busy"))
     errors: list[BaseException] = []
 
     def send(i: int) -> None:
         try:
-            record(space, f"concurrent {i}")
+            builders.turn(space, user_message=f"concurrent {i}")
         except BaseException as exc:  # pragma: no cover - surfaced by the assert below
             errors.append(exc)
         finally:
@@ -119,9 +121,9 @@ def test_a_deactivated_user_or_assistant_records_no_turn(space):
     type(space.end_user).objects.filter(pk=space.end_user_id).update(is_active=False)
     space.end_user.refresh_from_db()
     with pytest.raises(InvalidTurn, match="end user is deactivated"):
-        record(space, "hello")
+        builders.turn(space, user_message="hello")
     space.end_user.is_active = True
     space.assistant.is_active = False
     with pytest.raises(InvalidTurn, match="assistant is deactivated"):
-        record(space, "hello")
+        builders.turn(space, user_message="hello")
     assert not Page.objects.exists()

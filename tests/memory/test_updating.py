@@ -13,8 +13,9 @@ from memory.models.events import EventKind, EventStatus
 from memory.models.tiers import HeatEvent, Tier
 from memory.services.updating import pages_place, segments_evict_past_capacity
 from memory.step_types import StepFailed
+from tests import builders
+from tests.builders import T0
 from tests.fakes import ScriptedLLM
-from tests.memory.conftest import T0, record, record_many
 
 HIKING = [
     "I went hiking in the mountains with my dog Rex, the mountain trail was steep.",
@@ -28,14 +29,14 @@ BAKING = [
 
 
 def fill_stm(space, start=T0 - timedelta(days=1)):
-    record_many(space, [f"filler {i} about nothing much" for i in range(7)], start=start)
+    builders.turns(space, messages=[f"filler {i} about nothing much" for i in range(7)], start=start)
 
 
 def overflow(space, messages, capture, start=T0 + timedelta(hours=1), step=timedelta(minutes=1)):
     """Record `messages` after a full STM, then push 7 fillers so they all leave STM and get placed."""
     with capture(execute=True):
-        record_many(space, messages, start=start, step=step)
-        record_many(space, [f"later chat {i}" for i in range(7)], start=start + timedelta(hours=5))
+        builders.turns(space, messages=messages, start=start, step=step)
+        builders.turns(space, messages=[f"later chat {i}" for i in range(7)], start=start + timedelta(hours=5))
 
 
 def segment_of(message: str) -> int | None:
@@ -44,7 +45,7 @@ def segment_of(message: str) -> int | None:
 
 def test_an_evicted_page_starts_a_segment_when_mid_term_memory_is_empty(space, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        record_many(space, [HIKING[0]] + [f"filler {i}" for i in range(7)])
+        builders.turns(space, messages=[HIKING[0]] + [f"filler {i}" for i in range(7)])
     page = Page.objects.get(user_message=HIKING[0])
     assert page.tier == Tier.MID_TERM
     segment = page.segment
@@ -79,7 +80,7 @@ def test_a_locked_segment_takes_pages_but_keeps_its_summary(space, django_captur
     fill_stm(space)
     overflow(space, HIKING[:1], django_capture_on_commit_callbacks)
     segment = Segment.objects.get(pk=segment_of(HIKING[0]))
-    Segment.objects.filter(pk=segment.pk).update(locked=True, summary="Hiking (set by an operator)")
+    builders.segment_lock(segment, summary="Hiking (set by an operator)")
     overflow(space, HIKING[1:], django_capture_on_commit_callbacks, start=T0 + timedelta(days=1))
     segment.refresh_from_db()
     assert segment_of(HIKING[1]) == segment.id
@@ -106,14 +107,14 @@ def test_the_chain_continues_across_separate_runs_because_links_live_in_the_data
 ):
     fill_stm(space)
     with django_capture_on_commit_callbacks(execute=True):
-        record(space, HIKING[0], at=T0 + timedelta(hours=1))
-        record(space, HIKING[1], at=T0 + timedelta(hours=1, minutes=1))
-        record_many(space, [f"filler {i}" for i in range(6)], start=T0 + timedelta(hours=1, minutes=2))
+        builders.turn(space, user_message=HIKING[0], at=T0 + timedelta(hours=1))
+        builders.turn(space, user_message=HIKING[1], at=T0 + timedelta(hours=1, minutes=1))
+        builders.turns(space, messages=[f"filler {i}" for i in range(6)], start=T0 + timedelta(hours=1, minutes=2))
     # a fresh process would see only the database: nothing is carried in memory between runs
     first = Page.objects.get(user_message=HIKING[0])
     assert first.segment_id is not None
     with django_capture_on_commit_callbacks(execute=True):
-        record(space, "filler again", at=T0 + timedelta(hours=1, minutes=9))
+        builders.turn(space, user_message="filler again", at=T0 + timedelta(hours=1, minutes=9))
     second = Page.objects.get(user_message=HIKING[1])
     assert second.prev_page_id == first.id
 
@@ -133,7 +134,7 @@ def test_every_page_sits_in_exactly_one_segment_and_running_twice_changes_nothin
 
 def test_a_page_deleted_before_its_task_runs_is_skipped_quietly(space, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        record_many(space, [f"message {i}" for i in range(8)])
+        builders.turns(space, messages=[f"message {i}" for i in range(8)])
     Page.objects.filter(user_message="message 0").delete()
     for callback in callbacks:
         callback()
@@ -143,10 +144,10 @@ def test_a_page_deleted_before_its_task_runs_is_skipped_quietly(space, django_ca
 def test_past_capacity_the_coldest_unpinned_segment_is_evicted(space, settings):
     settings.MEMORY_MTM_CAPACITY = 2
     now = T0 + timedelta(days=10)
-    warm = Segment.objects.create(space=space, summary="warm", l_interaction=3, last_touched_at=now)
-    coldest_pinned = Segment.objects.create(space=space, summary="pinned", pinned=True, last_touched_at=T0)
-    cold = Segment.objects.create(space=space, summary="cold", l_interaction=1, last_touched_at=T0)
-    Page.objects.create(space=space, seq=99, user_message="old", assistant_reply="x", at=T0, tier="mtm", segment=cold)
+    warm = builders.segment(space, summary="warm", l_interaction=3, last_touched_at=now)
+    coldest_pinned = builders.segment(space, summary="pinned", pinned=True, last_touched_at=T0)
+    cold = builders.segment(space, summary="cold", l_interaction=1, last_touched_at=T0)
+    builders.page(space, user_message="old", assistant_reply="x", at=T0, segment=cold)
     assert segments_evict_past_capacity(space=space, now=now) == [cold.id]
     assert set(Segment.objects.values_list("id", flat=True)) == {warm.id, coldest_pinned.id}
     assert not Page.objects.filter(user_message="old").exists()
@@ -157,7 +158,7 @@ def test_past_capacity_the_coldest_unpinned_segment_is_evicted(space, settings):
 def test_pinned_segments_are_never_evicted_even_when_all_are_cold(space, settings):
     settings.MEMORY_MTM_CAPACITY = 1
     for name in ("a", "b"):
-        Segment.objects.create(space=space, summary=name, pinned=True, last_touched_at=T0)
+        builders.segment(space, summary=name, pinned=True, last_touched_at=T0)
     assert segments_evict_past_capacity(space=space, now=T0) == []
     assert Segment.objects.count() == 2
 
@@ -177,7 +178,7 @@ def test_garbage_from_the_llm_leaves_memory_unchanged_and_records_a_retryable_fa
     space, llm_mode, django_capture_on_commit_callbacks
 ):
     with django_capture_on_commit_callbacks(execute=False):
-        record_many(space, [HIKING[0]] + [f"filler {i}" for i in range(7)])
+        builders.turns(space, messages=[HIKING[0]] + [f"filler {i}" for i in range(7)])
     page = Page.objects.get(user_message=HIKING[0])
     with use_llm(ScriptedLLM(["not json at all", '{"continues": "maybe"}'])), pytest.raises(StepFailed) as failure:
         pages_place(page_id=page.id)
@@ -194,7 +195,7 @@ def test_an_llm_outage_is_retried_later_and_then_places_the_page(space, llm_mode
     from memory.llm import LLMError
 
     with django_capture_on_commit_callbacks(execute=False):
-        record_many(space, [HIKING[0]] + [f"filler {i}" for i in range(7)])
+        builders.turns(space, messages=[HIKING[0]] + [f"filler {i}" for i in range(7)])
     page = Page.objects.get(user_message=HIKING[0])
     with use_llm(ScriptedLLM([LLMError("connection refused", retryable=True)])), pytest.raises(StepFailed):
         pages_place(page_id=page.id)
@@ -209,7 +210,7 @@ def test_an_llm_outage_is_retried_later_and_then_places_the_page(space, llm_mode
 
 def test_the_llm_places_a_page_with_one_call(space, llm_mode, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
-        record_many(space, [HIKING[0]] + [f"filler {i}" for i in range(7)])
+        builders.turns(space, messages=[HIKING[0]] + [f"filler {i}" for i in range(7)])
     llm = ScriptedLLM([chain_answer("Hiking with Rex.")])
     with use_llm(llm):
         pages_place(page_id=Page.objects.get(user_message=HIKING[0]).id)

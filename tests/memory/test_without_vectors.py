@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memory.models import KnowledgeEntry, Page, Segment
 from memory.models.tiers import vector_fields
-from tests.memory.conftest import record
+from tests import builders
 
 
 def test_the_vector_columns_are_read_from_the_models_fields():
@@ -30,7 +30,7 @@ def test_it_defers_the_vector_columns_of_related_rows_too():
 
 
 def test_a_page_read_without_vectors_loads_them_only_when_asked(space, django_assert_num_queries):
-    record(space, "I bake sourdough every Sunday")
+    builders.turn(space, user_message="I bake sourdough every Sunday")
     page = Page.objects.filter(space=space).without_vectors().get()
     assert page.get_deferred_fields() == {"embedding", "topic_embedding"}
     assert page.user_message == "I bake sourdough every Sunday"
