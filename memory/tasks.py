@@ -9,6 +9,7 @@ from celery import shared_task
 from django.utils import timezone
 
 from memory.embeddings import EmbeddingUnavailable
+from memory.services.gdpr_export import export_build, exports_expire
 from memory.services.promotion import segment_promote
 from memory.services.updating import pages_place, pending_pages_requeue
 from memory.step_types import StepFailed
@@ -55,14 +56,10 @@ def pending_pages_sweep_task(older_than_seconds: int = 600) -> int:
 @shared_task(acks_late=True)
 def export_build_task(job_id: int) -> None:
     """Build one GDPR export bundle (a job already done, failed or expired is skipped)."""
-    from memory.services.gdpr_export import export_build
-
     export_build(job_id=job_id)
 
 
 @shared_task(acks_late=True)
 def exports_expire_task() -> int:
     """Delete export bundles whose download link has expired."""
-    from memory.services.gdpr_export import exports_expire
-
     return exports_expire()
