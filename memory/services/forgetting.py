@@ -113,6 +113,8 @@ class ForgetPlan:
     deletes: dict[type[Model], set[int]] = field(default_factory=dict)
     updates: dict[tuple[type[Model], int], dict] = field(default_factory=dict)
     reembed: dict[tuple[type[Model], int], str] = field(default_factory=dict)
+    summaries_redacted: set[int] = field(default_factory=set)  # pages whose only change is a summary redaction
+    chain_pages_rederived: set[int] = field(default_factory=set)  # pages whose chain summary was rolled again
     tombstone_targets: list[tuple[str, int]] = field(default_factory=list)
     tombstone_audit_ids: list[int] = field(default_factory=list)
     export_paths: list[str] = field(default_factory=list)
@@ -182,6 +184,7 @@ def plan_pages_forget(*, end_user: EndUser, pages: list[Page], segment: Segment 
     _plan_chains(plan, pages)
     _plan_profile(plan, page_ids, removed_texts=[])
     _plan_records(plan, page_ids, pages)
+    plan.impact.records_redacted += len(plan.summaries_redacted - plan.chain_pages_rederived)
     return plan
 
 
@@ -212,9 +215,13 @@ def _plan_page_redactions(plan: ForgetPlan, page_ids: set[int]) -> None:
     for page in rows.without_vectors():
         changed = {name: redact(getattr(page, name), plan.quotes) for name in text_fields}
         changed = {name: text for name, text in changed.items() if text != getattr(page, name)}
-        if changed:
+        if changed and not {"user_message", "assistant_reply"} & set(changed):
             plan.update(Page, page.pk, **changed)
-            if {"user_message", "assistant_reply"} & set(changed):
+            plan.summaries_redacted.add(page.pk)
+        elif changed:
+            plan.update(Page, page.pk, **changed)
+            if page.topic_summary and not _llm_mode():
+                _plan_topic_rederive(plan, page)
                 plan.reembed[(Page, page.pk)] = "User: {user_message}\nAssistant: {assistant_reply}".format(
                     **{name: plan.value(page, name) for name in ("user_message", "assistant_reply")}
                 )
@@ -228,6 +235,13 @@ def _plan_page_redactions(plan: ForgetPlan, page_ids: set[int]) -> None:
             plan.update(ChatReply, reply.pk, **changed)
             turns.add(reply.page_id or -reply.pk)
     plan.impact.turns_redacted += len(turns)
+
+
+def _plan_topic_rederive(plan: ForgetPlan, page: Page) -> None:
+    """Offline, a placed page whose text was redacted gets its topic and keywords from the steps again."""
+    turn = TurnText(plan.value(page, "user_message"), plan.value(page, "assistant_reply"), page.at)
+    topic = get_steps().chain_and_topic(previous=None, previous_chain_summary="", page=turn, similarity=None)
+    plan.update(Page, page.pk, topic_summary=topic.topic_summary, keywords=list(topic.keywords))
 
 
 def _redacted(text: str, quotes: list[Quote]) -> str:
@@ -303,6 +317,7 @@ def _plan_chains(plan: ForgetPlan, pages: list[Page]) -> None:
         new_head, summary, previous = remaining[0].pk, "", None
         for member in remaining:
             summary = chain_summary(summary, plan.value(member, "topic_summary"))
+        plan.impact.chains_rederived += any(plan.value(m, "chain_summary") != summary for m in remaining)
         for member in remaining:
             fields = {}
             if member.chain_head_id != new_head:
@@ -313,7 +328,7 @@ def _plan_chains(plan: ForgetPlan, pages: list[Page]) -> None:
                 fields["prev_page_id"] = previous.pk if previous else None
             if plan.value(member, "chain_summary") != summary:
                 fields["chain_summary"] = summary
-                plan.impact.chains_rederived += 1
+                plan.chain_pages_rederived.add(member.pk)
             if fields:
                 plan.update(Page, member.pk, **fields)
             previous = member
@@ -340,8 +355,20 @@ def _plan_profile(plan: ForgetPlan, page_ids: set[int], removed_texts: list[str]
     first = next((v for v in versions if _profile_affected(v, page_ids, plan.quotes, removed_texts)), None)
     if _llm_mode() and versions and (first is not None or removed_texts):
         _plan_profile_stale(plan, versions[-1])
-    if first is None:
-        return
+    if first is not None:
+        _plan_profile_versions(plan, versions, first, page_ids, removed_texts)
+    if plan.profile_stale:
+        plan.impact.profile_rederived = max(plan.impact.profile_rederived, 1)
+
+
+def _plan_profile_versions(
+    plan: ForgetPlan,
+    versions: list[ProfileVersion],
+    first: ProfileVersion,
+    page_ids: set[int],
+    removed_texts: list[str],
+) -> None:
+    """Each version from `first` on: replayed through the offline steps, or scrubbed of the lines in question."""
     steps = None if _llm_mode() else get_steps()
     previous = next((v.text for v in reversed(versions) if v.number < first.number), "")
     for version in (v for v in versions if v.number >= first.number):
@@ -366,7 +393,6 @@ def _plan_profile_stale(plan: ForgetPlan, current: ProfileVersion) -> None:
     """With a model, an automatic profile is re-derived by the worker (a hand-written or locked one is kept)."""
     if current.author == ProfileAuthor.SYSTEM and not current.locked:
         plan.profile_stale = True
-        plan.impact.profile_rederived = max(plan.impact.profile_rederived, 1)
 
 
 def _profile_affected(version: ProfileVersion, page_ids: set[int], quotes: list[Quote], removed: list[str]) -> bool:
