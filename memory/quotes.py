@@ -24,7 +24,7 @@ QUOTE_MARKS = frozenset("\"'`“”‘’«»„‚")
 JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([nrtbf\"\\/]))")
 ESCAPED = {"n": " ", "r": " ", "t": " ", "b": " ", "f": " ", '"': "'", "\\": "\\", "/": "/"}
 CUT_BEFORE_ELLIPSIS = " ,;:-–—"  # what trimming strips before it appends "…" (memory.text.trim)
-ASCII_WORD = re.compile(r"[A-Za-z0-9]{3,}")
+WORD = re.compile(r"[^\W_]+")
 
 
 @lru_cache(maxsize=4096)
@@ -82,15 +82,16 @@ class Quote:
     anchor: str | None
 
 
-def _anchor(folded: str) -> str | None:
-    """The longest ASCII word among the first words, which even a truncated or escaped copy keeps verbatim."""
-    words = ASCII_WORD.findall(" ".join(folded.split()[:QUOTE_MIN_WORDS]))
-    return max(words, key=len) if words else None
+def _anchor(text: str) -> str | None:
+    """The longest plain ASCII word in the first characters of the original text: even a truncated, re-spaced or
+    JSON-escaped copy keeps it verbatim (only its case may differ)."""
+    head = " ".join(text.split())[:MIN_PREFIX_CHARS]
+    words = [w for w in WORD.findall(head) if w.isascii() and len(w) >= 3]
+    return max(words, key=len).lower() if words else None
 
 
 def quote(text: str) -> Quote:
-    folded = _folded_plain(text)
-    return Quote(folded, _anchor(folded))
+    return Quote(_folded_plain(text), _anchor(text))
 
 
 def quotes_of(texts: Iterable[str]) -> list[Quote]:
@@ -100,7 +101,7 @@ def quotes_of(texts: Iterable[str]) -> list[Quote]:
         for piece in [text, *split_sentences(text)]:
             folded = _folded_plain(piece)
             if len(folded.split()) >= QUOTE_MIN_WORDS:
-                pieces[folded] = Quote(folded, _anchor(folded))
+                pieces[folded] = Quote(folded, _anchor(piece))
     return sorted(pieces.values(), key=lambda q: -len(q.text))
 
 
