@@ -222,13 +222,13 @@ def _plan_page_redactions(plan: ForgetPlan, page_ids: set[int]) -> None:
             plan.update(Page, page.pk, **changed)
             if page.topic_summary and not _llm_mode():
                 _plan_topic_rederive(plan, page)
-                plan.reembed[(Page, page.pk)] = "User: {user_message}\nAssistant: {assistant_reply}".format(
-                    **{name: plan.value(page, name) for name in ("user_message", "assistant_reply")}
-                )
+            plan.reembed[(Page, page.pk)] = "User: {user_message}\nAssistant: {assistant_reply}".format(
+                **{name: plan.value(page, name) for name in ("user_message", "assistant_reply")}
+            )
             turns.add(page.pk)
     replies = ChatReply.objects.filter(space__end_user=plan.end_user).exclude(page_id__in=page_ids)
     for reply in _quoting(replies, ["user_message", "memory_used", "dropped", "error"], plan.quotes):
-        changed = {name: _redacted(getattr(reply, name), plan.quotes) for name in ("user_message", "error")}
+        changed = {name: redact(getattr(reply, name), plan.quotes) for name in ("user_message", "error")}
         changed |= {name: redact_json(getattr(reply, name), plan.quotes) for name in ("memory_used", "dropped")}
         changed = {name: value for name, value in changed.items() if value != getattr(reply, name)}
         if changed:
@@ -242,10 +242,6 @@ def _plan_topic_rederive(plan: ForgetPlan, page: Page) -> None:
     turn = TurnText(plan.value(page, "user_message"), plan.value(page, "assistant_reply"), page.at)
     topic = get_steps().chain_and_topic(previous=None, previous_chain_summary="", page=turn, similarity=None)
     plan.update(Page, page.pk, topic_summary=topic.topic_summary, keywords=list(topic.keywords))
-
-
-def _redacted(text: str, quotes: list[Quote]) -> str:
-    return redact(text, quotes)
 
 
 def _remaining(segment: Segment, page_ids: set[int]) -> list[Page]:

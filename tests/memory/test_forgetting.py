@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.apps import apps
 from django.contrib.postgres.fields import ArrayField
@@ -283,3 +284,22 @@ def test_forgetting_the_first_turn_of_a_chain_relinks_the_rest(space, settings, 
     assert {p.chain_head_id for p in remaining} == {remaining[0].pk}
     assert [p.prev_page_id for p in remaining] == [None, remaining[0].pk, remaining[1].pk]
     assert all("Rose number 0" not in p.chain_summary for p in remaining)
+
+
+def test_a_redacted_turn_is_embedded_again_from_its_redacted_text(space, embedder):
+    segment = builders.segment(space, summary="Recipes")
+    forgotten = builders.page(space, user_message=MARKER, segment=segment, topic_summary="Recipe.")
+    later = builders.page(
+        space,
+        user_message="What was it?",
+        assistant_reply=f"You said: {_short(MARKER)}",
+        at=T0 + MINUTE,
+        segment=segment,
+        topic_summary="A question about a recipe.",
+    )
+
+    page_forget(page=forgotten, actor=OPERATOR, reason="the user asked")
+
+    later.refresh_from_db()
+    assert later.assistant_reply == "You said: [forgotten]"
+    assert np.allclose(later.embedding, embedder.embed([later.text])[0])
