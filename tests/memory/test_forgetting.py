@@ -303,3 +303,18 @@ def test_a_redacted_turn_is_embedded_again_from_its_redacted_text(space, embedde
     later.refresh_from_db()
     assert later.assistant_reply == "You said: [forgotten]"
     assert np.allclose(later.embedding, embedder.embed([later.text])[0])
+
+
+def test_with_a_model_a_correction_marks_the_profile_stale_and_queues_its_rederivation(
+    space, settings, django_capture_on_commit_callbacks
+):
+    builders.segment_with_pages(space, summary="Work", messages=["I work as a nurse in Leeds."], l_interaction=9)
+    builders.segments_promote(space)
+    settings.LLM_BASE_URL = "http://llm.invalid/v1"
+    fact = KnowledgeEntry.objects.get()
+
+    with django_capture_on_commit_callbacks() as queued:
+        knowledge_update(entry=fact, text="The user works as a midwife in York.", actor=OPERATOR, reason="corrected")
+
+    assert ProfileVersion.objects.get().stale and len(queued) == 1
+    assert retrieve(space=space, query="work").profile is None
