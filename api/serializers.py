@@ -320,11 +320,26 @@ class ProfileIn(serializers.Serializer):
 
 
 class ForgetIn(serializers.Serializer):
-    reason = reason_field()
+    dry_run = serializers.BooleanField(
+        default=False, help_text="true (or ?dry_run=1): only answer what forgetting would do; nothing changes."
+    )
+    reason = reason_field(required=False)
+
+    def validate(self, attrs: dict) -> dict:
+        if not attrs["dry_run"] and not (attrs.get("reason") or "").strip():
+            raise serializers.ValidationError({"reason": ["A reason is required to forget."]})
+        return attrs
 
 
 class ForgetOut(serializers.Serializer):
-    forgotten = serializers.DictField(child=serializers.IntegerField(), help_text="What was removed, by kind.")
+    forgotten = serializers.DictField(
+        child=serializers.IntegerField(), required=False, help_text="What was removed, re-derived and redacted."
+    )
+    dry_run = serializers.BooleanField(required=False, help_text="Present (true) when nothing was changed.")
+    impact = serializers.DictField(
+        child=serializers.IntegerField(), required=False, help_text="A dry run: what forgetting would do, by kind."
+    )
+    summary = serializers.CharField(required=False, help_text="A dry run: the impact in one sentence.")
 
 
 class PauseIn(serializers.Serializer):

@@ -13,6 +13,11 @@ urlpatterns = [
     path("<str:assistant_id>/memory/", views.memory, name="memory"),
     path("<str:assistant_id>/memory/pause/", views.memory_pause, name="memory_pause"),
     path("<str:assistant_id>/memory/export/", views.memory_export, name="memory_export"),
+    path(
+        "<str:assistant_id>/memory/<str:what>/<int:item_id>/forget/confirm/",
+        views.forget_confirm,
+        name="forget_confirm",
+    ),
     path("<str:assistant_id>/memory/turns/<int:page_id>/forget/", views.page_forget, name="page_forget"),
     path("<str:assistant_id>/memory/topics/<int:segment_id>/forget/", views.segment_forget, name="segment_forget"),
     path("<str:assistant_id>/memory/facts/<int:entry_id>/correct/", views.knowledge_correct, name="knowledge_correct"),

@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from chat.forms import KnowledgeCorrectionForm, MessageForm
 from chat.services import ReplyResult, reply_generate
+from memory.items import ITEM_KINDS
 from memory.models import Assistant, EndUser
 from memory.selectors import self_service
 from memory.selectors.items import knowledge_get, page_get, profile_version_get, segment_get
@@ -181,6 +182,32 @@ def _memory_changed(request: HttpRequest, end_user: EndUser, assistant: Assistan
         return render(request, "chat/memory.html#memory-body", context)
     messages.success(request, note)
     return redirect("chat:memory", assistant_id=assistant.external_id)
+
+
+# What the end user calls each kind in URLs and sentences, and the URL name of its forget.
+FORGETTABLE = {
+    "turns": ("page", "chat:page_forget", "this turn"),
+    "topics": ("segment", "chat:segment_forget", "this topic and its turns"),
+    "facts": ("knowledge", "chat:knowledge_forget", "this fact"),
+    "profile": ("profile_version", "chat:profile_forget", "this version of your profile"),
+}
+
+
+@require_GET
+@login_required
+def forget_confirm(request: HttpRequest, assistant_id: str, what: str, item_id: int) -> HttpResponse:
+    """Before deleting: what forgetting would remove, re-derive and redact (a dry run of the plan the forget runs)."""
+    end_user, assistant = _pair_or_404(request, assistant_id)
+    if what not in FORGETTABLE:
+        raise Http404("No such memory")
+    kind_name, url_name, label = FORGETTABLE[what]
+    kind = ITEM_KINDS[kind_name]
+    lookup = {"id": item_id} if kind_name == "profile_version" else {"assistant": assistant, "id": item_id}
+    item = _own_or_404(kind.get, end_user, **lookup)
+    context = {"assistant": assistant, "url_name": url_name, "item_id": item_id, "what": label, "slug": what}
+    context["impact"] = kind.item_impact(item).describe(kind_name)
+    template = "chat/forget_confirm.html#confirm" if request.htmx else "chat/forget_confirm.html"
+    return render(request, template, context)
 
 
 @require_POST

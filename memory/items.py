@@ -15,8 +15,9 @@ from django.db.models import Model
 
 from memory.models import KnowledgeEntry, Page, ProfileVersion, Segment
 from memory.selectors.items import knowledge_get, page_get, profile_version_get, segment_get
-from memory.services import governance
-from memory.services.governance import FLAG_VERBS, ForgetReport
+from memory.services import forgetting, governance
+from memory.services.forgetting import ForgetImpact
+from memory.services.governance import FLAG_VERBS
 
 # What each action verb does to a flag: pin sets `pinned`, unpin clears it, and so on.
 FLAG_ACTIONS = {verb: (flag, verb == on) for flag, (on, off) in FLAG_VERBS.items() for verb in (on, off)}
@@ -34,7 +35,8 @@ class ItemKind:
     editable: tuple[str, ...]  # the fields its update service rewrites; empty when its text is never edited
     get: Callable[..., Model]  # (*, tenant, id, ...) -> the item; raises model.DoesNotExist
     update: Callable[..., bool]
-    forget: Callable[..., ForgetReport]
+    forget: Callable[..., ForgetImpact]
+    impact: Callable[..., ForgetImpact]  # what forget would do, computed by the same plan, changing nothing
 
     @property
     def actions(self) -> tuple[str, ...]:
@@ -51,8 +53,12 @@ class ItemKind:
         """Call the update service with `changes` (its fields and flags, actor, reason, request_id)."""
         return self.update(**{self.param: item}, **changes)
 
-    def item_forget(self, item: Model, **who) -> ForgetReport:
+    def item_forget(self, item: Model, **who) -> ForgetImpact:
         return self.forget(**{self.param: item}, **who)
+
+    def item_impact(self, item: Model) -> ForgetImpact:
+        """What forgetting `item` would remove, re-derive and redact (a dry run)."""
+        return self.impact(**{self.param: item})
 
 
 ITEM_KINDS = {
@@ -68,6 +74,7 @@ ITEM_KINDS = {
             get=page_get,
             update=governance.page_update,
             forget=governance.page_forget,
+            impact=forgetting.page_forget_impact,
         ),
         ItemKind(
             name="segment",
@@ -79,6 +86,7 @@ ITEM_KINDS = {
             get=segment_get,
             update=governance.segment_update,
             forget=governance.segment_forget,
+            impact=forgetting.segment_forget_impact,
         ),
         ItemKind(
             name="knowledge",
@@ -90,6 +98,7 @@ ITEM_KINDS = {
             get=knowledge_get,
             update=governance.knowledge_update,
             forget=governance.knowledge_forget,
+            impact=forgetting.knowledge_forget_impact,
         ),
         ItemKind(
             name="profile_version",
@@ -101,6 +110,7 @@ ITEM_KINDS = {
             get=profile_version_get,
             update=governance.profile_version_update,
             forget=governance.profile_version_forget,
+            impact=forgetting.profile_version_forget_impact,
         ),
     )
 }

@@ -130,6 +130,8 @@ def retrieve(
     result = RetrievalResult(query=query, query_keywords=extract_keywords(query))
     result.short_term = list(Page.objects.filter(space=space, tier=Tier.SHORT_TERM).without_vectors().order_by("seq"))
     result.profile = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number").first()
+    if result.profile is not None and result.profile.stale:
+        result.profile = None  # derived from forgotten or corrected memory: withheld until the worker re-derives it
     _retrieve_pinned(space, result)
     if query.strip():
         vector = embedder_for_store().embed([query])[0]

@@ -9,6 +9,7 @@ from celery import shared_task
 from django.utils import timezone
 
 from memory.embeddings import EmbeddingUnavailable
+from memory.services.forgetting import profile_rederive
 from memory.services.gdpr_export import export_build, exports_expire
 from memory.services.promotion import segment_promote
 from memory.services.updating import pages_place, pending_pages_requeue
@@ -63,3 +64,12 @@ def export_build_task(job_id: int) -> None:
 def exports_expire_task() -> int:
     """Delete export bundles whose download link has expired."""
     return exports_expire()
+
+
+@shared_task(bind=True, acks_late=True, max_retries=len(RETRY_DELAYS))
+def profile_rederive_task(self, end_user_id: int) -> None:
+    """Re-derive a profile marked stale by a forget or a correction (a profile no longer stale is skipped)."""
+    try:
+        profile_rederive(end_user_id=end_user_id)
+    except StepFailed as exc:
+        _retry_later(self, exc)

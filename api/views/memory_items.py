@@ -7,7 +7,7 @@ the caller as actor.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import serializers as drf
 from rest_framework import status
 from rest_framework.exceptions import NotFound
@@ -31,6 +31,9 @@ from memory.selectors.people import end_user_get
 from memory.services.governance import profile_edit
 
 MAX_ID = 2**63 - 1
+DRY_RUN = OpenApiParameter(
+    "dry_run", bool, required=False, description="1 or true: only answer what forgetting would do (as the body's)."
+)
 
 
 def _id_field(**kwargs) -> drf.IntegerField:
@@ -94,15 +97,28 @@ class ItemForgetView(ApiView):
 
     def post(self, request, pk: int):
         item = get_or_not_found(self.kind.get, tenant=self.tenant, id=pk)
-        data = self.valid(serializers.ForgetIn)
+        data = self.valid(serializers.ForgetIn, self._body())
+        if data["dry_run"]:
+            impact = self.kind.item_impact(item)
+            return Response({"dry_run": True, "impact": impact.as_detail(), "summary": impact.describe(self.kind.name)})
         report = self.kind.item_forget(item, actor=self.actor, reason=data["reason"], request_id=self.request_id)
         return Response({"forgotten": report.as_detail()})
+
+    def _body(self) -> dict:
+        """The body, with `?dry_run=1` in the query string standing for `"dry_run": true`."""
+        body = self.request.data.copy() if hasattr(self.request.data, "copy") else self.request.data
+        if "dry_run" in self.request.query_params and hasattr(body, "setdefault"):
+            body.setdefault("dry_run", self.request.query_params["dry_run"])
+        return body
 
 
 def _forget_schema(operation_id: str):
     return extend_schema_view(
         post=extend_schema(
-            operation_id=operation_id, request=serializers.ForgetIn, responses={200: serializers.ForgetOut}
+            operation_id=operation_id,
+            request=serializers.ForgetIn,
+            responses={200: serializers.ForgetOut},
+            parameters=[DRY_RUN],
         )
     )
 

@@ -39,8 +39,8 @@ def _apply(request: HttpRequest, kind: ItemKind, action: str, item, form: Reason
     """Call the item's update or forget service for the action; returns what to tell the operator."""
     who = {"actor": actor_of(request), "reason": form.cleaned_data["reason"], "request_id": request_id_of(request)}
     if action == "forget":
-        kind.item_forget(item, **who)
-        return f"The {kind.label} was forgotten: its content is deleted and the audit keeps only who, when and why."
+        impact = kind.item_forget(item, **who).describe(kind.name)
+        return f"The {kind.label} was forgotten ({impact}). The audit keeps only who, when, why and these counts."
     if action == "edit":
         kind.item_update(item, **{field: form.cleaned_data[field] for field in kind.editable}, **who)
         return f"The {kind.label} was changed."
@@ -70,6 +70,8 @@ def memory_action(request: HttpRequest, slug: str, kind: str, item_id: int, acti
             form.add_error(None, str(exc))
     context = {"console": console, "kind": kind, "label": item_kind.label, "action": action, "item": item}
     context |= {"form": form, "next": safe_next(request, owner_url), "owner": item.end_user}
+    if action == "forget":  # the same plan the forget will carry out, so the preview matches what happens
+        context["impact"] = item_kind.item_impact(item).describe(kind)
     return render(request, page_or_partial(request, "dashboard/action.html", "form"), context)
 
 

@@ -183,6 +183,8 @@ class ProfileVersion(models.Model):
     source_pages = models.ManyToManyField(Page, blank=True, related_name="profile_versions")
     author = models.CharField(max_length=10, choices=ProfileAuthor.choices, default=ProfileAuthor.SYSTEM)
     locked = models.BooleanField(default=False)
+    # memory it was derived from was forgotten or corrected and a model must re-derive it: withheld from prompts
+    stale = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = VectorQuerySet.as_manager()  # it has none of its own, but reads joining its segment defer that one's

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from datetime import UTC
 
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import ActorKind, AuditEntry, EndUser, Tenant
@@ -184,11 +183,6 @@ def audit_tombstone_target(*, tenant_id: int, target_type: str, target_id: int) 
     return _tombstone(AuditEntry.objects.filter(tenant_id=tenant_id, target_type=target_type, target_id=target_id))
 
 
-def audit_tombstone_quoting(*, tenant_id: int, subject_id: int, quotes: list[str]) -> int:
-    """Tombstone entries about a user whose before/after text or reason quotes forgotten memory."""
-    if not quotes:
-        return 0
-    quoting = Q()
-    for quote in quotes:
-        quoting |= Q(before__icontains=quote) | Q(after__icontains=quote) | Q(reason__icontains=quote)
-    return _tombstone(AuditEntry.objects.filter(tenant_id=tenant_id, subject_id=subject_id).filter(quoting))
+def audit_tombstone_entries(*, ids: list[int]) -> int:
+    """Tombstone the given entries: forgetting found that their reason, before or after quote forgotten memory."""
+    return _tombstone(AuditEntry.objects.filter(pk__in=ids)) if ids else 0

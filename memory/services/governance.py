@@ -1,37 +1,37 @@
 """Governing memory by hand: update (edit, pin, lock), forget and pause. Every change is audited with its reason.
 
 Operators (supervisor and above), end users (their own memory) and API tokens call these; access checks happen
-before, in memory.roles and the callers. Forgetting is a hard delete of the item, its embedding and the derived
-text that quotes it; its audit entry keeps who, when, why and what kind of item, never the content.
+before, in memory.roles and the callers. Forgetting is a hard delete of the item, what was derived from it and the
+copies of what the user said in it (memory.services.forgetting); its audit entry keeps who, when, why, what kind of
+item and the impact counts, never the content. A corrected fact reaches the profile.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-
 from django.db import transaction
-from django.db.models import Q
 
 from memory.models import (
-    ChatReply,
     EndUser,
-    IdempotentRequest,
     KnowledgeEntry,
     MemorySpace,
     Page,
     ProfileVersion,
     Segment,
 )
-from memory.models.tiers import ProfileAuthor
-from memory.retrieval import segment_central_summary
-from memory.services.audit import Actor, audit_record, audit_tombstone_quoting, audit_tombstone_target
+from memory.models.tiers import KnowledgeKind, ProfileAuthor
+from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
+from memory.services.forgetting import (
+    ForgetImpact,
+    plan_apply,
+    plan_knowledge_forget,
+    plan_pages_forget,
+    plan_profile_version_forget,
+    profile_fact_revise,
+)
 from memory.services.promotion import text_hash
-from memory.text import split_sentences
 
 MAX_MEMORY_TEXT = 4000
-QUOTE_MIN_WORDS = 4
 
 
 class GovernanceError(ValueError):
@@ -123,6 +123,8 @@ def _knowledge_text_set(*, entry: KnowledgeEntry, text: str, actor: Actor, reaso
     entry.embedding = embedder_for_store().embed([text])[0]
     entry.save(update_fields=["text", "text_hash", "embedding"])
     _audit(entry, actor=actor, action="knowledge.edit", reason=reason, before=before, after=text, request_id=request_id)
+    if entry.kind == KnowledgeKind.USER:
+        profile_fact_revise(end_user=entry.end_user, before=before, after=text)
 
 
 def _segment_summary_set(
@@ -219,135 +221,40 @@ def profile_edit(*, end_user: EndUser, text: str, actor: Actor, reason: str, req
 
 
 # --- Forget -------------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class ForgetReport:
-    """What a forget removed, counted by kind (no content)."""
-
-    pages: int = 0
-    segments: int = 0
-    knowledge: int = 0
-    profile_versions: int = 0
-    scrubbed_texts: int = 0
-
-    def as_detail(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v}
-
-
-def _quotes(texts: list[str]) -> list[str]:
-    """The sentences of `texts` long enough that finding them elsewhere means they were quoted."""
-    return [s for t in texts for s in split_sentences(t) if len(s.split()) >= QUOTE_MIN_WORDS]
-
-
-def _scrub(space: MemorySpace, quotes: list[str], report: ForgetReport, page_ids: list[int]) -> None:
-    """Remove derived text that quotes forgotten pages: facts, profile lines, chain/topic and segment summaries."""
-    end_user = space.end_user
-    quoting = Q(source_pages__in=page_ids) if page_ids else Q(pk__in=[])
-    for quote in quotes:
-        quoting |= Q(text__contains=quote)
-    fact_ids = set(KnowledgeEntry.objects.filter(Q(end_user=end_user) & quoting).values_list("pk", flat=True))
-    report.knowledge += len(fact_ids)
-    KnowledgeEntry.objects.filter(pk__in=fact_ids).delete()
-    for fact_id in fact_ids:
-        audit_tombstone_target(tenant_id=space.tenant_id, target_type=KnowledgeEntry.item_kind, target_id=fact_id)
-    if not quotes:
-        return
-    audit_tombstone_quoting(tenant_id=space.tenant_id, subject_id=end_user.pk, quotes=quotes)
-    for version in ProfileVersion.objects.filter(end_user=end_user):
-        kept = [line for line in version.text.splitlines() if not any(q in line for q in quotes)]
-        if len(kept) != len(version.text.splitlines()):
-            ProfileVersion.objects.filter(pk=version.pk).update(text="\n".join(kept) or "(removed)")
-            report.scrubbed_texts += 1
-    for page in Page.objects.filter(space=space).exclude(pk__in=page_ids):
-        fields = {f: "" for f in ("chain_summary", "topic_summary") if any(q in getattr(page, f) for q in quotes)}
-        for field in ("user_message", "assistant_reply"):  # later turns that quoted it, e.g. replies from memory
-            redacted = _redact(getattr(page, field), quotes)
-            if redacted != getattr(page, field):
-                fields[field] = redacted
-        if fields:
-            Page.objects.filter(pk=page.pk).update(**fields)
-            report.scrubbed_texts += 1
-    for reply in ChatReply.objects.filter(space=space).exclude(page_id__in=page_ids):
-        redacted = _redact(reply.user_message, quotes)
-        if redacted != reply.user_message:
-            ChatReply.objects.filter(pk=reply.pk).update(user_message=redacted)
-            report.scrubbed_texts += 1
-    stored = IdempotentRequest.objects.filter(end_user=end_user).only("id", "response")
-    quoting_responses = [r.pk for r in stored if any(q in json.dumps(r.response) for q in quotes)]
-    report.scrubbed_texts += IdempotentRequest.objects.filter(pk__in=quoting_responses).delete()[0]
-    for segment in Segment.objects.filter(space=space).only("id", "summary", "embedding"):
-        if any(q in segment.summary for q in quotes):
-            replacement = _central_summary(segment) or "(summary removed)"
-            Segment.objects.filter(pk=segment.pk).update(summary=replacement)
-            report.scrubbed_texts += 1
-
-
-def _redact(text: str, quotes: list[str]) -> str:
-    for quote in quotes:
-        text = text.replace(quote, "[forgotten]")
-    return text
-
-
-def _central_summary(segment: Segment) -> str | None:
-    """The remaining pages' most central topic (or their latest one when they have no topic vectors)."""
-    if segment.embedding is not None:
-        central = segment_central_summary(segment_id=segment.pk, centroid=segment.embedding)
-        if central:
-            return central
-    remaining = Page.objects.filter(segment=segment).exclude(topic_summary="").order_by("-seq")
-    return remaining.values_list("topic_summary", flat=True).first()
+# Planning and applying live in memory.services.forgetting; these services check the reason and hold the transaction.
 
 
 @transaction.atomic
-def page_forget(*, page: Page, actor: Actor, reason: str, request_id: str = "") -> ForgetReport:
-    """Hard-delete a page and the derived text that quotes it; a segment left empty goes too."""
+def page_forget(*, page: Page, actor: Actor, reason: str, request_id: str = "") -> ForgetImpact:
+    """Hard-delete a page, what was derived from it and copies of what the user said in it (see forgetting)."""
     reason = _reason(reason)
-    space, segment_id = page.space, page.segment_id
-    report = ForgetReport(pages=1)
-    quotes = _quotes([page.user_message, page.assistant_reply])
-    audit_tombstone_target(tenant_id=space.tenant_id, target_type=page.item_kind, target_id=page.pk)
-    _audit(page, actor=actor, action="page.forget", reason=reason, request_id=request_id)
-    _scrub(space, quotes, report, [page.pk])
-    page.delete()
-    if segment_id and not Page.objects.filter(segment_id=segment_id).exists():
-        Segment.objects.filter(pk=segment_id).delete()
-        report.segments += 1
-    return report
+    plan = plan_pages_forget(end_user=page.end_user, pages=[page])
+    return plan_apply(plan, item=page, actor=actor, reason=reason, request_id=request_id)
 
 
 @transaction.atomic
-def segment_forget(*, segment: Segment, actor: Actor, reason: str, request_id: str = "") -> ForgetReport:
-    """Hard-delete a segment with its pages, heat history and the derived text that quotes them."""
+def segment_forget(*, segment: Segment, actor: Actor, reason: str, request_id: str = "") -> ForgetImpact:
+    """Hard-delete a segment with its pages and heat history, and what was derived from them."""
     reason = _reason(reason)
-    space = segment.space
-    pages = list(Page.objects.filter(segment=segment).values_list("id", "user_message", "assistant_reply"))
-    report = ForgetReport(pages=len(pages), segments=1)
-    audit_tombstone_target(tenant_id=space.tenant_id, target_type=segment.item_kind, target_id=segment.pk)
-    _audit(segment, actor=actor, action="segment.forget", reason=reason, request_id=request_id)
-    quotes = _quotes([t for _, u, a in pages for t in (u, a)] + [segment.summary])
-    _scrub(space, quotes, report, [pid for pid, _, _ in pages])
-    segment.delete()
-    return report
+    pages = list(Page.objects.filter(segment=segment).order_by("seq").without_vectors())
+    plan = plan_pages_forget(end_user=segment.end_user, pages=pages, segment=segment)
+    return plan_apply(plan, item=segment, actor=actor, reason=reason, request_id=request_id)
 
 
 @transaction.atomic
-def knowledge_forget(*, entry: KnowledgeEntry, actor: Actor, reason: str, request_id: str = "") -> ForgetReport:
+def knowledge_forget(*, entry: KnowledgeEntry, actor: Actor, reason: str, request_id: str = "") -> ForgetImpact:
+    """Hard-delete a fact; the profile lines stating it are re-derived (with a model: by the worker)."""
     reason = _reason(reason)
-    audit_tombstone_target(tenant_id=entry.end_user.tenant_id, target_type=entry.item_kind, target_id=entry.pk)
-    _audit(entry, actor=actor, action="knowledge.forget", reason=reason, request_id=request_id)
-    entry.delete()
-    return ForgetReport(knowledge=1)
+    plan = plan_knowledge_forget(entry=entry)
+    return plan_apply(plan, item=entry, actor=actor, reason=reason, request_id=request_id)
 
 
 @transaction.atomic
-def profile_version_forget(*, version: ProfileVersion, actor: Actor, reason: str, request_id: str = "") -> ForgetReport:
+def profile_version_forget(*, version: ProfileVersion, actor: Actor, reason: str, request_id: str = "") -> ForgetImpact:
     """Delete one profile version; if it was the current one, the previous version becomes current."""
     reason = _reason(reason)
-    audit_tombstone_target(tenant_id=version.end_user.tenant_id, target_type=version.item_kind, target_id=version.pk)
-    _audit(version, actor=actor, action="profile_version.forget", reason=reason, request_id=request_id)
-    version.delete()
-    return ForgetReport(profile_versions=1)
+    plan = plan_profile_version_forget(version=version)
+    return plan_apply(plan, item=version, actor=actor, reason=reason, request_id=request_id)
 
 
 # --- Pause and reads ----------------------------------------------------------------------------------------------

@@ -80,7 +80,8 @@ def _promote(space: MemorySpace, segment_id: int, steps: MemorySteps, now: datet
     report = PromotionReport(promoted=True, analysed_page_ids=[p.id for p in pages])
     report.profile_version_id = _profile_update(space, segment, pages, turns, steps)
     facts = steps.knowledge_extract(pages=turns)
-    report.knowledge_ids = _knowledge_add(space, segment, pages, facts.user, facts.assistant)
+    sources = _fact_sources(steps, pages, turns, [*facts.user, *facts.assistant])
+    report.knowledge_ids = _knowledge_add(space, segment, sources, facts.user, facts.assistant)
     report.dropped_knowledge_ids = knowledge_enforce_capacity(space=space)
     Page.objects.filter(id__in=report.analysed_page_ids).update(analysed=True)
     Segment.objects.filter(pk=segment.pk).update(l_interaction=0)
@@ -123,8 +124,23 @@ def _profile_update(
     return version.id
 
 
+def _fact_sources(steps: MemorySteps, pages: list[Page], turns: list[TurnText], facts: list[str]) -> dict:
+    """The pages each fact was learnt from, so that forgetting one page removes only its own facts.
+
+    Offline the steps are deterministic and free, so each page is asked alone and a fact is linked to the pages
+    that yield it; a model's facts (one call for the batch) are linked to every page of the batch.
+    """
+    if steps.mode != "offline" or len(pages) == 1:
+        return {fact.strip(): pages for fact in facts}
+    yields = []
+    for page, turn in zip(pages, turns, strict=True):
+        alone = steps.knowledge_extract(pages=[turn])
+        yields.append((page, {*alone.user, *alone.assistant}))
+    return {fact.strip(): [page for page, said in yields if fact in said] or pages for fact in facts}
+
+
 def _knowledge_add(
-    space: MemorySpace, segment: Segment, pages: list[Page], user_facts: list[str], assistant_facts: list[str]
+    space: MemorySpace, segment: Segment, sources: dict, user_facts: list[str], assistant_facts: list[str]
 ) -> list[int]:
     """Store each new fact once, with its own embedding and a link to the pages it came from."""
     wanted = [(KnowledgeKind.USER, None, f) for f in user_facts] + [
@@ -153,7 +169,7 @@ def _knowledge_add(
             embedding=vector,
             source_segment=segment,
         )
-        entry.source_pages.set(pages)
+        entry.source_pages.set(sources[text] if text in sources else {p for ps in sources.values() for p in ps})
         ids.append(entry.id)
     return ids
 

@@ -9,7 +9,8 @@ from django.conf import settings
 from django.core.management import call_command
 
 from chat.offline import OFFLINE_LABEL
-from memory.models import Page
+from memory.models import AuditEntry, Page
+from memory.services.forgetting import ForgetImpact
 from tests.browser.conftest import SCREENSHOTS, log_in
 
 pytestmark = pytest.mark.browser
@@ -73,10 +74,18 @@ def test_an_end_user_chats_sees_the_memory_used_and_deletes_a_memory(demo, page,
     page.wait_for_url("**/chat/ava/memory/")
     turn = page.locator("#turns-title + p + ul > li").first
     turn_text = turn.locator(".memory-text").first.inner_text()
-    page.on("dialog", lambda dialog: dialog.accept())
-    turn.locator("button", has_text="Delete").click()
+    turn.locator("a[data-forget]").click()
+    confirm = turn.locator(".forget-confirm .forget-impact")
+    confirm.wait_for()
+    shown = confirm.inner_text()
+    assert shown.startswith("It removes this turn")
+    screenshot(page, "remember-forget-confirm")
+    turn.locator(".forget-confirm button", has_text="Delete for good").click()
     page.wait_for_selector("text=Forgotten: that turn")
     screenshot(page, "remember")
+    # the preview said what the forget did: its audit entry holds the same impact
+    done = ForgetImpact(**AuditEntry.objects.get(action="page.forget").detail["impact"])
+    assert shown == f"It {done.describe('page')}."
 
     assert turn_text not in page.locator("#memory-body").inner_text()
     assert not Page.objects.filter(user_message=turn_text.removeprefix("You: ")).exists()

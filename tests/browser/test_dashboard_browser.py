@@ -61,6 +61,7 @@ def test_a_supervisor_pins_forgets_and_reads_heat_then_a_dpo_exports_and_erases(
 
     stm_before = Page.objects.filter(space__end_user=alice).count()
     page.locator("#stm .turn").first.locator("[data-action=forget]").click()
+    expect(page.locator(".modal #forget-impact")).to_contain_text("This forget removes this turn")
     _modal_submit(page, "Customer shared card details by mistake")
     assert page.locator(".message", has_text="was forgotten").is_visible()
     assert Page.objects.filter(space__end_user=alice).count() == stm_before - 1

@@ -201,3 +201,33 @@ def assert_changed(client, response, headers, note: str) -> None:
     else:
         assert response.status_code == 302 and response["Location"] == "/chat/ava/memory/"
         assert note in client.get(response["Location"]).content.decode()
+
+
+@pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
+def test_before_deleting_a_turn_the_end_user_sees_what_it_would_remove(logged_in, remembered, headers):
+    page = remembered["lisbon"].pages.order_by("seq").first()
+    builders.knowledge(page.space.end_user, text="Alice is going to Lisbon in May.", source_pages=[page])
+
+    response = logged_in.get(f"/chat/ava/memory/turns/{page.id}/forget/confirm/", **headers)
+
+    body = response.content.decode()
+    assert response.status_code == 200 and "Delete this turn?" in body
+    assert "It removes this turn; re-derives 1 topic; deletes 1 fact." in body
+    assert ("<html" in body) is not bool(headers)
+    assert f'action="/chat/ava/memory/turns/{page.id}/forget/"' in body
+    assert Page.objects.filter(pk=page.pk).exists()
+
+
+def test_the_memory_page_links_each_delete_to_its_confirmation(logged_in, remembered):
+    body = logged_in.get("/chat/ava/memory/").content.decode()
+
+    assert f'href="/chat/ava/memory/facts/{remembered["vegetarian"].id}/forget/confirm/"' in body
+    assert f'href="/chat/ava/memory/topics/{remembered["lisbon"].id}/forget/confirm/"' in body
+
+
+def test_a_stale_profile_is_shown_as_being_updated(logged_in, remembered, alice):
+    builders.flags_set(ProfileVersion.objects.filter(end_user=alice).order_by("-number").first(), stale=True)
+
+    assert (
+        "Being updated after something was deleted or corrected" in logged_in.get("/chat/ava/memory/").content.decode()
+    )

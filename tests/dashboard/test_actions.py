@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from memory.items import ITEM_KINDS
 from memory.models import AuditEntry, KnowledgeEntry, Page, ProfileVersion, Segment
 from tests import builders
 from tests.dashboard.conftest import HX
@@ -218,3 +219,18 @@ def test_profile_edit_per_role_and_tenant(client, agent_user, dpo_user, admin_us
         client.post(f"/console/acme/users/{stranger.pk}/profile/edit/", {"text": "x", "reason": REASON}).status_code
         == 404
     )
+
+
+def test_the_forget_confirmation_shows_what_forgetting_would_do_and_the_audit_records_it(
+    client, supervisor_user, alice_space
+):
+    page = Page.objects.filter(space=alice_space, segment__isnull=False).order_by("seq").first()
+    impact = ITEM_KINDS["page"].item_impact(page)
+    client.force_login(supervisor_user)
+
+    body = client.get(_url("page", page, "forget"), **HX).content.decode()
+
+    assert f"This forget {impact.describe('page')}." in body and "removes this turn" in body
+    assert Page.objects.filter(pk=page.pk).exists()
+    client.post(_url("page", page, "forget"), {"reason": REASON})
+    assert AuditEntry.objects.get(action="page.forget").detail == {"impact": impact.as_detail()}
