@@ -18,7 +18,7 @@ from chat.offline import offline_reply
 from chat.prompt import Prompt, memory_used, prompt_build
 from memory.llm import LLMError, get_llm
 from memory.models import Assistant, ChatReply, EndUser, MemorySpace, ReplyStatus
-from memory.models.tiers import PageSource
+from memory.models.tiers import PageSource, ReplySource
 from memory.retrieval import RetrievalResult, retrieve
 from memory.services.audit import Actor
 from memory.services.governance import reply_memory_record
@@ -177,6 +177,8 @@ def _store(
                 at=now,
                 source=PageSource.CHAT,
                 source_ref=f"chat-reply:{reply.pk}",
+                # the offline reply is system text: the transcript keeps it, memory must not learn from it
+                reply_source=ReplySource.SYSTEM if generated.mode == "offline" else ReplySource.ASSISTANT,
             )
             chat_reply_complete(
                 reply=reply,
