@@ -182,6 +182,29 @@ def test_assistant_facts_are_what_the_assistant_did_or_committed_to():
     assert user_facts([page]) == []
 
 
+def test_greetings_small_talk_and_questions_make_no_fact():
+    for said in ("Hi!", "How are you?", "thanks", "Thanks so much, that's great!", "What fruit do I like?"):
+        assert user_facts([turn(said)]) == []
+
+
+def test_assistant_facts_skip_memory_the_assistant_recited_back():
+    page = turn(
+        "I have a golden retriever called Pepper.",
+        "You told me you have a golden retriever called Pepper. "
+        "- 2026-11-22: The user said: 'I have a golden retriever called Pepper' "
+        "I remember that your dog loves the park. "
+        "You have a golden retriever called Pepper, I have not forgotten. "
+        "I'll send you a list of dog-friendly beaches tomorrow.",
+    )
+    assert assistant_facts([page]) == ["The assistant will send the user a list of dog-friendly beaches tomorrow."]
+
+
+def test_a_reply_the_system_wrote_is_no_part_of_the_turns_text_or_facts():
+    page = TurnText(user_message="I like kiwis.", assistant_reply="", at=MAY_8)
+    assert page.text == "User: I like kiwis."
+    assert assistant_facts([page]) == []
+
+
 def test_a_quote_inside_a_fact_is_kept_as_said():
     facts = user_facts([turn('My team performed a piece called "Finding Freedom" at regionals.')])
     assert facts == ['The user\'s team performed a piece called "Finding Freedom" at regionals.']
