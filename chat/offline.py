@@ -22,7 +22,7 @@ from memory.offline import PROFILE_HEADER
 from memory.retrieval import RetrievalResult
 from memory.services.embedding_state import embedder_for_store
 from memory.statements import to_user
-from memory.text import STOPWORDS, split_sentences
+from memory.text import STOPWORDS, split_sentences, word_set
 
 OFFLINE_LABEL = "(Offline mode — no language model is configured.)"
 NOTHING_RELEVANT = (
@@ -37,11 +37,13 @@ RELEVANT_COSINE = 0.5
 COSINE_WEIGHT = 0.5
 
 # Stopwords that carry the question's meaning here: "What fruit do I like?" is answered by "I like kiwis".
-MEANINGFUL = frozenset(
-    ["like", "liked", "likes", "want", "wanted", "need", "needs", "use", "used", "feel", "feels", "felt"]
-)
-QUESTION_FILLER = frozenset(["remember", "recall", "forget", "anything", "something", "everything", "tell"])
+MEANINGFUL = word_set("like liked likes want wanted need needs use used feel feels felt")
+QUESTION_FILLER = word_set("remember recall forget anything something everything tell")
 IGNORED = (STOPWORDS - MEANINGFUL) | QUESTION_FILLER
+QUESTION_OPENERS = word_set(
+    "what where when who whom whose which why how is are was were do does did can could will would should shall "
+    "may might must have has had am any and but or so"
+)
 TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 
 
@@ -84,16 +86,25 @@ class OfflineReply:
     used: list[Candidate]  # the candidates the reply mentions, best first
 
 
-def _is_question(sentence: str) -> bool:
-    return sentence.rstrip("\"'”’)] ").endswith("?")
+def _statements(text: str) -> list[str]:
+    """The statements of a text: its sentences that are not questions, and the told part of a question that opens
+    with one ("My knee aches after runs, should I worry?" -> "My knee aches after runs")."""
+    statements = []
+    for sentence in split_sentences(text):
+        if not sentence.rstrip("\"'”’)] ").endswith("?"):
+            statements.append(sentence)
+            continue
+        head = sentence.split(",", 1)[0] if "," in sentence else ""
+        words = head.lower().split()
+        if len(words) >= 3 and words[0] not in QUESTION_OPENERS:
+            statements.append(head)
+    return statements
 
 
 def _best_sentence(text: str, query: set[str]) -> tuple[str, float] | None:
     """The statement of `text` holding most of the query's words, with that share; None if it has no statement."""
     best: tuple[str, float] | None = None
-    for sentence in split_sentences(text):
-        if _is_question(sentence):
-            continue
+    for sentence in _statements(text):
         share = len(query & content_stems(sentence)) / len(query) if query else 0.0
         if best is None or share > best[1]:
             best = (sentence, share)

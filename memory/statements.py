@@ -12,32 +12,30 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from memory.text import word_set
+
 WORD = re.compile(r"[A-Za-z]+(?:['’][A-Za-z]+)*")
 
 
-def _word_set(words: str) -> frozenset[str]:
-    return frozenset(words.split())
-
-
-MODALS = _word_set(
+MODALS = word_set(
     "can could will would shall should may might must can't couldn't won't wouldn't shouldn't mustn't didn't "
     "wasn't hadn't had did was used ought need"
 )
 # Past forms (and verbs whose present and past look alike) that never take an -s after "the user".
-PAST_FORMS = _word_set(
+PAST_FORMS = word_set(
     "went got made took bought ran saw came gave found felt left kept met paid said sold sent spent thought told "
     "understood won wrote ate drove flew grew knew lost began brought built caught chose drank fell forgot heard "
     "held lent meant rode rang sang sat slept spoke stood swam taught threw woke wore broke became dreamt fought "
     "hid led put read cut quit hit let set shut cost hurt bet spread split burst upset been done gone"
 )
-ADVERBS = _word_set(
+ADVERBS = word_set(
     "also really just never always still usually often sometimes finally recently actually already only even "
     "mostly probably definitely totally absolutely generally rarely seldom currently now then truly genuinely "
     "honestly basically literally barely hardly nearly almost mainly kinda sorta somehow"
 )
-LY_VERBS = _word_set("apply reply rely supply fly ally bully multiply comply imply")
+LY_VERBS = word_set("apply reply rely supply fly ally bully multiply comply imply")
 # Common verbs that, after "and", continue the subject's clause ("… and carry an EpiPen").
-CONJUNCT_VERBS = _word_set(
+CONJUNCT_VERBS = word_set(
     "have do go carry like love hate work live play want need take make get use own enjoy prefer run walk eat "
     "drink cook write study teach speak know think feel try plan hope visit watch keep drive ride swim train "
     "volunteer practise practice collect bake paint sing dance travel wear call miss help follow avoid attend "
@@ -45,13 +43,13 @@ CONJUNCT_VERBS = _word_set(
     "rent share raise care see meet bring read"
 )
 # Words after a conjunct verb that show it is a verb with an object, not a noun ("and travel a lot").
-OBJECT_OPENERS = _word_set(
+OBJECT_OPENERS = word_set(
     "a an the my our his her their to in at on with every it them him some lots all for from about into out up "
     "around back home there here this that these those each two three several many"
 )
-CONJUNCTIONS = _word_set("and but or then")
+CONJUNCTIONS = word_set("and but or then")
 # Subjects whose clause a conjunct verb continues with the same agreement ("I'm allergic and carry" -> "carries").
-CLAUSE_SUBJECTS = _word_set("i i'm i've xyouuserx")
+CLAUSE_SUBJECTS = word_set("i i'm i've xyouuserx")
 THIRD_PERSON = {
     "am": "is",
     "are": "is",
