@@ -105,6 +105,8 @@ def _best_sentence(text: str, query: set[str]) -> tuple[str, float] | None:
     """The statement of `text` holding most of the query's words, with that share; None if it has no statement."""
     best: tuple[str, float] | None = None
     for sentence in _statements(text):
+        if not content_stems(sentence):
+            continue  # small talk ("Hi!", "Thanks!") answers nothing
         share = len(query & content_stems(sentence)) / len(query) if query else 0.0
         if best is None or share > best[1]:
             best = (sentence, share)
@@ -149,6 +151,8 @@ def _short_term_similarities(retrieval: RetrievalResult, pages: list[Page]) -> l
 def candidates(retrieval: RetrievalResult, dropped: set[tuple[str, int]]) -> list[Candidate]:
     """Every relevant remembered item that the prompt kept, best first (newer first on a tie), each once."""
     query = content_stems(retrieval.query)
+    if not query:
+        return []  # a greeting or small talk asks nothing that memory could answer
     found: list[Candidate | None] = []
     short_term = [page for page in retrieval.short_term if ("page", page.id) not in dropped]
     for page, similarity in zip(short_term, _short_term_similarities(retrieval, short_term), strict=True):
