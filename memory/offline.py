@@ -1,7 +1,9 @@
 """Offline memory steps: deterministic heuristics that do each step without a language model.
 
 Used when no LLM endpoint is configured (see memory.steps.get_steps). Everything here is pure: plain strings in,
-plain strings and dataclasses out, no network and no database. The text analysis itself lives in memory.text.
+plain strings and dataclasses out, no network and no database. The text analysis itself lives in memory.text, the
+rewriting of first-person sentences as statements in memory.statements. A reply the system wrote without a model
+reaches these steps empty (memory.services.updating.page_turn_text), so none of its text becomes memory.
 """
 
 from __future__ import annotations
@@ -193,7 +195,7 @@ class OfflineSteps:
         )
 
     def profile_update(self, *, profile: str, pages: list[TurnText]) -> str:
-        """The profile with the user's first-person statements from these pages merged in."""
+        """The profile with what the user said of themselves in these pages merged in, as statements about them."""
         return profile_merge(profile, user_facts(pages))
 
     def knowledge_extract(self, *, pages: list[TurnText]) -> Facts:
