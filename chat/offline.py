@@ -218,6 +218,7 @@ def offline_memory_used(reply: OfflineReply, *, retrieval: RetrievalResult, toke
     Only what the reply mentions: its turns (short-term ones too) under "pages", with their topics, its facts and
     the profile when a line of it was used; nothing else that retrieval found.
     """
+    # every key retrieval records, emptied: what retrieval found but the reply did not mention was not used
     used: dict = {key: [] for key in retrieval.used()}
     used["profile_version_id"] = None
     used["visited_segment_ids"] = list(retrieval.visited_segment_ids)
