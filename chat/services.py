@@ -14,11 +14,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from chat.offline import offline_reply
+from chat.offline import offline_memory_used, offline_reply
 from chat.prompt import Prompt, memory_used, prompt_build
 from memory.llm import LLMError, get_llm
 from memory.models import Assistant, ChatReply, EndUser, MemorySpace, ReplyStatus
-from memory.models.tiers import PageSource
+from memory.models.tiers import PageSource, ReplySource
 from memory.retrieval import RetrievalResult, retrieve
 from memory.services.audit import Actor
 from memory.services.governance import reply_memory_record
@@ -39,6 +39,7 @@ class Generated:
     text: str
     mode: str
     usage: Usage
+    used: dict | None = None  # the memory the reply used, when it knows better than the prompt (offline)
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ def reply_generate(
         prompt = prompt_build(
             assistant=assistant, retrieval=retrieval, message=message, now=now, budget=settings.CHAT_PROMPT_TOKEN_BUDGET
         )
-        generated = _generate(prompt, retrieval, mode)
+        generated = _generate(prompt, retrieval, mode, now)
         page_text = _store(space, reply, message, generated, retrieval, prompt, actor or Actor.end_user(end_user), now)
     except _Failed as failure:
         chat_reply_fail(reply=reply, mode=mode, error=str(failure), usage=failure.usage)
@@ -141,11 +142,15 @@ class _Failed(Exception):
         self.usage = usage
 
 
-def _generate(prompt: Prompt, retrieval: RetrievalResult, mode: str) -> Generated:
-    """One generation call through the LLM seam, or the offline reply built from the memory the prompt kept."""
+def _generate(prompt: Prompt, retrieval: RetrievalResult, mode: str, now: datetime) -> Generated:
+    """One generation call through the LLM seam, or the offline reply built from the memory the prompt kept.
+
+    The offline reply records as used only the memory it mentions, best first.
+    """
     if mode == "offline":
-        text = offline_reply(retrieval=retrieval, dropped={item.key for item in prompt.dropped})
-        return Generated(text=text, mode=mode, usage=Usage())
+        reply = offline_reply(retrieval=retrieval, dropped={item.key for item in prompt.dropped}, now=now)
+        used = offline_memory_used(reply, retrieval=retrieval, tokens=prompt.tokens, budget=prompt.budget)
+        return Generated(text=reply.text, mode=mode, usage=Usage(), used=used)
     try:
         answer = get_llm().complete(prompt.messages(), max_tokens=settings.CHAT_REPLY_MAX_TOKENS, temperature=0.7)
     except LLMError as exc:
@@ -165,7 +170,7 @@ def _store(
     now: datetime,
 ) -> str:
     """Record the turn, complete the reply and audit the memory it used, all or nothing."""
-    used = memory_used(retrieval, prompt)
+    used = generated.used if generated.used is not None else memory_used(retrieval, prompt)
     dropped = [item.as_dropped() for item in prompt.dropped]
     try:
         with transaction.atomic():
@@ -177,6 +182,8 @@ def _store(
                 at=now,
                 source=PageSource.CHAT,
                 source_ref=f"chat-reply:{reply.pk}",
+                # the offline reply is system text: the transcript keeps it, memory must not learn from it
+                reply_source=ReplySource.SYSTEM if generated.mode == "offline" else ReplySource.ASSISTANT,
             )
             chat_reply_complete(
                 reply=reply,

@@ -62,7 +62,9 @@ PROFILE_SYSTEM = (
 KNOWLEDGE_SYSTEM = (
     "You extract long-term knowledge from conversation pages between a user and an assistant.\n"
     "user_facts: facts about the user (who they are, what they did, own, like, plan or said happened).\n"
-    "assistant_facts: what the assistant did, recommended, promised or committed to.\n"
+    "assistant_facts: what the assistant did, recommended, promised or committed to, in its own words. Never what it "
+    "recited back from memory: when a reply repeats what the user said before or what it remembers, that is not a "
+    "fact about the assistant.\n"
     "Each fact is one short self-contained sentence that makes sense without the conversation (name things, no "
     '"he" or "this"), starting with the date of the page it comes from as YYYY-MM-DD, for example '
     '"2024-05-03: The user adopted a cat named Miso." Use the dates of the pages, resolving words such as '

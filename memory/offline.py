@@ -1,17 +1,19 @@
 """Offline memory steps: deterministic heuristics that do each step without a language model.
 
 Used when no LLM endpoint is configured (see memory.steps.get_steps). Everything here is pure: plain strings in,
-plain strings and dataclasses out, no network and no database. The text analysis itself lives in memory.text.
+plain strings and dataclasses out, no network and no database. The text analysis itself lives in memory.text, the
+rewriting of first-person sentences as statements in memory.statements. A reply the system wrote without a model
+reaches these steps empty (memory.services.updating.page_turn_text), so none of its text becomes memory.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from datetime import datetime
+from collections.abc import Callable, Iterable
 
 from django.conf import settings
 
+from memory.statements import about_assistant, about_user
 from memory.step_types import ChainTopic, Facts, TurnText, Usage
 from memory.text import analyse, clean_text, extract_keywords, keyword_weights, split_sentences, trim
 
@@ -28,6 +30,15 @@ ASSISTANT_COMMITMENT = re.compile(
     r"i'm going to|i am going to|we'll|we will|we can)\b",
     re.IGNORECASE,
 )
+
+
+# An assistant sentence that quotes, cites a date or says what the user said is memory recited back, not its own.
+RECITAL = re.compile(
+    r"[“”\"]|\d{4}-\d{2}-\d{2}|\b(?:you|the user)\s+(?:said|told|mentioned|wrote|shared)\b|\bsaid:|"
+    r"\bI (?:remember|recall)\b|\bearlier in this conversation\b",
+    re.IGNORECASE,
+)
+RECITED_SHARE = 0.6  # an assistant sentence whose content words are mostly the user's repeats them
 
 
 def _sentence_score(sentence: str, words: list[str], weights: dict[str, float]) -> float:
@@ -87,35 +98,48 @@ def _candidate_sentences(text: str, pattern: re.Pattern[str]) -> Iterable[tuple[
             yield sentence, len(words)
 
 
-def _facts(turns: Iterable[TurnText], who: str, pattern: re.Pattern[str]) -> list[str]:
-    """Dated, quoted statements, deduplicated, at most ten (the richest), in the order they were said."""
+def _facts(texts: Iterable[str], pattern: re.Pattern[str], statement: Callable[[str], str]) -> list[str]:
+    """Statements made of matching sentences, deduplicated, at most ten (the richest), in the order they were said."""
     entries: list[tuple[int, str]] = []
     seen: set[str] = set()
-    for turn in turns:
-        text = turn.user_message if who == "user" else turn.assistant_reply
+    for text in texts:
         for sentence, richness in _candidate_sentences(text, pattern):
-            key = " ".join(sentence.casefold().split())
+            fact = trim(statement(sentence), MAX_FACT_CHARS)
+            key = " ".join(fact.casefold().split())
             if key not in seen:
                 seen.add(key)
-                entries.append((richness, _fact(turn.at, who, sentence)))
+                entries.append((richness, fact))
     richest = sorted(range(len(entries)), key=lambda index: -entries[index][0])[:MAX_FACTS_PER_CALL]
     return [entries[index][1] for index in sorted(richest)]
 
 
-def _fact(at: datetime, who: str, sentence: str) -> str:
-    """One self-contained fact line: the date, who said it, and the sentence quoted."""
-    quoted = trim(sentence, MAX_FACT_CHARS).replace('"', "'")
-    return f'{at:%Y-%m-%d}: The {who} said: "{quoted}"'
-
-
 def user_facts(turns: Iterable[TurnText]) -> list[str]:
-    """Facts about the user: first-person statements in the user's messages (not questions, not trivia)."""
-    return _facts(turns, "user", USER_FIRST_PERSON)
+    """Facts about the user: their first-person statements (not questions, not small talk), as statements about the
+    user ("I have a dog" -> "The user has a dog"); the date is the knowledge entry's, not part of the text."""
+    return _facts((turn.user_message for turn in turns), USER_FIRST_PERSON, about_user)
+
+
+def _recites_memory(sentence: str, user_words: set[str]) -> bool:
+    """Whether an assistant sentence repeats memory back (quotes, "you said", dates, the user's own words)."""
+    if RECITAL.search(sentence):
+        return True
+    words = {word for _, found in analyse(sentence)[0] for word in found}
+    return bool(words) and len(words & user_words) >= RECITED_SHARE * len(words)
 
 
 def assistant_facts(turns: Iterable[TurnText]) -> list[str]:
-    """Facts about the assistant: what its replies say it did, will do, or recommends."""
-    return _facts(turns, "assistant", ASSISTANT_COMMITMENT)
+    """Facts about the assistant: what its own replies say it did, will do, or recommends, as statements.
+
+    Sentences reciting memory back are not commitments and are skipped; so are replies the system wrote without a
+    model (their TurnText carries no reply).
+    """
+    turns = list(turns)
+    user_words = {word for turn in turns for _, found in analyse(turn.user_message)[0] for word in found}
+    replies = (
+        " ".join(s for s in split_sentences(turn.assistant_reply) if not _recites_memory(s, user_words))
+        for turn in turns
+    )
+    return _facts(replies, ASSISTANT_COMMITMENT, about_assistant)
 
 
 def _fact_key(line: str) -> str:
@@ -171,7 +195,7 @@ class OfflineSteps:
         )
 
     def profile_update(self, *, profile: str, pages: list[TurnText]) -> str:
-        """The profile with the user's first-person statements from these pages merged in."""
+        """The profile with what the user said of themselves in these pages merged in, as statements about them."""
         return profile_merge(profile, user_facts(pages))
 
     def knowledge_extract(self, *, pages: list[TurnText]) -> Facts:

@@ -13,7 +13,7 @@ from typing import Protocol
 
 @dataclass(frozen=True)
 class TurnText:
-    """A page as the steps see it: two texts and a time."""
+    """A page as the steps see it: two texts and a time; the reply is empty when the system wrote it (no model)."""
 
     user_message: str
     assistant_reply: str
@@ -21,6 +21,8 @@ class TurnText:
 
     @property
     def text(self) -> str:
+        if not self.assistant_reply:
+            return f"User: {self.user_message}"
         return f"User: {self.user_message}\nAssistant: {self.assistant_reply}"
 
 

@@ -12,12 +12,12 @@ import re
 from dataclasses import dataclass
 
 
-def _word_set(words: str) -> frozenset[str]:
+def word_set(words: str) -> frozenset[str]:
     """The whitespace-separated words of a string literal, as a set (long word lists stay readable)."""
     return frozenset(words.split())
 
 
-STOPWORDS: frozenset[str] = _word_set(
+STOPWORDS: frozenset[str] = word_set(
     """
     a about above after again against all almost along already also although always am among an and another any
     anybody anyone anything anyway anyways are around as at away back be because been before being below between
@@ -45,13 +45,13 @@ STOPWORDS: frozenset[str] = _word_set(
 )
 
 # Abbreviations whose trailing period does not end a sentence.
-ABBREVIATIONS = _word_set(
+ABBREVIATIONS = word_set(
     "mr mrs ms dr prof sr jr st vs etc e.g i.e eg ie a.m p.m approx dept est fig inc ltd co "
     "jan feb mar apr jun jul aug sep sept oct nov dec mt ft"
 )
 
 # Words that open a greeting or reaction before a name said to the listener ("Thanks, Mel!").
-ADDRESS_OPENERS = _word_set(
+ADDRESS_OPENERS = word_set(
     "hey hi hello thanks thank wow yeah yes yep congrats congratulations sorry oh ok okay bye dear well sure "
     "absolutely totally aw aww omg good great night morning"
 )
@@ -87,7 +87,7 @@ IRREGULAR_SINGULARS = {
 }
 
 # Words that end like a plural but are singular (or would be mangled by stripping the ending).
-KEEP_AS_IS = _word_set(
+KEEP_AS_IS = word_set(
     "news lens series species means gas canvas atlas christmas alias bias texas vegas kansas arkansas chaos "
     "trans cosmos kudos ethos pathos physics mathematics economics politics athletics ethics gymnastics aerobics "
     "always perhaps yes its thus plus minus bonus corps diabetes rabies measles mumps scabies shingles herpes "
@@ -95,10 +95,10 @@ KEEP_AS_IS = _word_set(
 )
 
 # Nouns ending in -che whose plural must not lose the final e ("headaches" -> "headache", not "headach").
-CHE_NOUNS = _word_set("ache headache niche cache avalanche moustache mustache psyche quiche cliche")
+CHE_NOUNS = word_set("ache headache niche cache avalanche moustache mustache psyche quiche cliche")
 
 # Nouns ending in -ie whose plural must not become -y ("movies" -> "movie", not "movy").
-IE_NOUNS = _word_set(
+IE_NOUNS = word_set(
     "movie cookie zombie selfie smoothie brownie calorie hoodie rookie hippie freebie goalie veggie auntie sweetie "
     "genie prairie lingerie pie tie lie"
 )

@@ -26,7 +26,7 @@ from memory.models import (
     Segment,
     Tenant,
 )
-from memory.models.tiers import HeatEvent, KnowledgeKind, Tier
+from memory.models.tiers import HeatEvent, KnowledgeKind, ReplySource, Tier
 from memory.services.audit import Actor
 from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
@@ -197,15 +197,19 @@ def page(
     segment: Segment | None = None,
     chain_summary: str = "",
     topic_summary: str = "",
+    reply_source: str = ReplySource.ASSISTANT,
 ) -> Page:
     """A page: a short-term turn through `turn_record`, or, given `segment`, a mid-term page placed in it.
 
     A placed page takes the space's next sequence number and is embedded from its message; only placed pages
-    carry chain and topic summaries.
+    carry chain and topic summaries. `reply_source` SYSTEM makes the reply system text (an offline reply).
     """
     if segment is None:
         assert not (chain_summary or topic_summary), "a short-term page has no summaries yet"
-        return turn(space, user_message=user_message, assistant_reply=assistant_reply, at=at).page
+        recorded = turn(
+            space, user_message=user_message, assistant_reply=assistant_reply, at=at, reply_source=reply_source
+        )
+        return recorded.page
     seq = MemorySpace.objects.get(pk=space.pk).next_seq
     placed = Page.objects.create(
         space=space,
@@ -218,6 +222,7 @@ def page(
         embedding=_vector(user_message),
         chain_summary=chain_summary,
         topic_summary=topic_summary,
+        reply_source=reply_source,
     )
     MemorySpace.objects.filter(pk=space.pk).update(next_seq=F("next_seq") + 1)
     return placed

@@ -42,6 +42,13 @@ class PageSource(models.TextChoices):
     DEMO = "demo", "Demo"
 
 
+class ReplySource(models.TextChoices):
+    """Who wrote a page's reply: memory is made only of what people and models said, never of system text."""
+
+    ASSISTANT = "assistant", "The assistant"
+    SYSTEM = "system", "System text (no model)"
+
+
 class Page(models.Model):
     """One turn: the user's message and the assistant's reply.
 
@@ -72,6 +79,8 @@ class Page(models.Model):
     source = models.CharField(max_length=8, choices=PageSource.choices, default=PageSource.CHAT)
     source_ref = models.CharField(max_length=200, blank=True)
     source_meta = models.JSONField(default=dict, blank=True)
+    # "system" for a reply generated without a model (the offline reply): kept in the transcript, never memory
+    reply_source = models.CharField(max_length=9, choices=ReplySource.choices, default=ReplySource.ASSISTANT)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = VectorQuerySet.as_manager()
@@ -93,6 +102,17 @@ class Page(models.Model):
     @property
     def text(self) -> str:
         return f"User: {self.user_message}\nAssistant: {self.assistant_reply}"
+
+    @property
+    def memory_reply(self) -> str:
+        """The reply as memory may use it: empty when the system wrote it without a model."""
+        return "" if self.reply_source == ReplySource.SYSTEM else self.assistant_reply
+
+    @property
+    def memory_text(self) -> str:
+        """The turn as memory steps read it (embeddings, topics, facts): system text left out."""
+        reply = self.memory_reply
+        return f"User: {self.user_message}\nAssistant: {reply}" if reply else f"User: {self.user_message}"
 
     @property
     def end_user(self) -> EndUser:

@@ -241,6 +241,22 @@ class PageDetail:
     knowledge: list[KnowledgeEntry]
     profile_versions: list[ProfileVersion]
 
+    @property
+    def promotion(self) -> str:
+        """Whether the page reached long-term memory, in one statement that agrees with what is derived from it."""
+        facts, versions = len(self.knowledge), len(self.profile_versions)
+        if facts or versions:
+            counts = ((facts, "fact"), (versions, "profile version"))
+            parts = [f"{n} {noun}{'' if n == 1 else 's'}" for n, noun in counts if n]
+            return f"yes: long-term memory holds {' and '.join(parts)} from it"
+        if self.page.analysed:
+            return "analysed, but nothing in long-term memory comes from it"
+        if self.page.tier == Tier.SHORT_TERM:
+            return "not yet: the turn is still in short-term memory"
+        if self.page.segment_id is None:
+            return "not yet: it waits to be placed into a topic"
+        return "not yet: its topic is not hot enough to be analysed"
+
 
 def page_detail(*, page: Page) -> PageDetail:
     """What the page came from (its chat reply, if any) and what was derived from it."""

@@ -58,13 +58,14 @@ class MemoryUsed:
         return ", ".join(parts) or "nothing"
 
 
-def _used_ids(used: dict) -> tuple[set[int], set[int], set[int], set[int]]:
-    pages = {p["id"] for p in used.get("pages", [])} | set(used.get("pinned_page_ids", []))
-    segments = {s["id"] for s in used.get("segments", [])} | set(used.get("pinned_segment_ids", []))
-    knowledge = {k["id"] for key in ("user_knowledge", "assistant_knowledge") for k in used.get(key, [])}
-    knowledge |= set(used.get("pinned_knowledge_ids", []))
-    profiles = {used["profile_version_id"]} if used.get("profile_version_id") else set()
-    return pages, segments, knowledge, profiles
+def _used_ids(used: dict) -> tuple[list[int], list[int], list[int], list[int]]:
+    """The ids of each kind the reply used, in the order it recorded them (most relevant first), each once."""
+    pages = [p["id"] for p in used.get("pages", [])] + list(used.get("pinned_page_ids", []))
+    segments = [s["id"] for s in used.get("segments", [])] + list(used.get("pinned_segment_ids", []))
+    knowledge = [k["id"] for key in ("user_knowledge", "assistant_knowledge") for k in used.get(key, [])]
+    knowledge += list(used.get("pinned_knowledge_ids", []))
+    profiles = [used["profile_version_id"]] if used.get("profile_version_id") else []
+    return tuple(list(dict.fromkeys(ids)) for ids in (pages, segments, knowledge, profiles))
 
 
 def memory_used_explained(*, space: MemorySpace, replies: list[ChatReply]) -> dict[int, MemoryUsed]:
@@ -75,7 +76,7 @@ def memory_used_explained(*, space: MemorySpace, replies: list[ChatReply]) -> di
     wanted = [set(), set(), set(), set()]
     for reply in replies:
         for ids, more in zip(wanted, _used_ids(reply.memory_used or {}), strict=True):
-            ids |= more
+            ids.update(more)
     page_ids, segment_ids, knowledge_ids, profile_ids = wanted
     pages = _in_bulk(Page.objects.filter(space=space).only("id", "at", "user_message"), page_ids)
     segments = _in_bulk(Segment.objects.filter(space=space).only("id", "summary"), segment_ids)
@@ -87,14 +88,16 @@ def memory_used_explained(*, space: MemorySpace, replies: list[ChatReply]) -> di
         reply_pages, reply_segments, reply_knowledge, reply_profiles = _used_ids(used)
         found = MemoryUsed(recent_turns=len(used.get("short_term_page_ids", [])), dropped=len(reply.dropped or []))
         found.profile = next((profiles[i] for i in reply_profiles if i in profiles), None)
-        found.facts = [knowledge[i].text for i in sorted(reply_knowledge) if i in knowledge]
-        found.topics = [segments[i].summary for i in sorted(reply_segments) if i in segments]
-        found.pages = [UsedPage(pages[i].at, pages[i].user_message) for i in sorted(reply_pages) if i in pages]
-        found.forgotten = (
-            len(reply_pages - pages.keys())
-            + len(reply_segments - segments.keys())
-            + len(reply_knowledge - knowledge.keys())
-            + len(reply_profiles - profiles.keys())
+        found.facts = [knowledge[i].text for i in reply_knowledge if i in knowledge]
+        found.topics = [segments[i].summary for i in reply_segments if i in segments]
+        found.pages = [UsedPage(pages[i].at, pages[i].user_message) for i in reply_pages if i in pages]
+        found.forgotten = sum(
+            len(set(ids) - found_ids.keys())
+            for ids, found_ids in zip(
+                (reply_pages, reply_segments, reply_knowledge, reply_profiles),
+                (pages, segments, knowledge, profiles),
+                strict=True,
+            )
         )
         explained[reply.id] = found
     return explained

@@ -17,7 +17,7 @@ from memory.models.tiers import HeatEvent, KnowledgeKind
 from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
 from memory.services.heat_samples import heat_sample_record
-from memory.services.updating import space_updating_lock
+from memory.services.updating import page_turn_text, space_updating_lock
 from memory.step_types import MemorySteps, StepFailed, TurnText
 from memory.steps import get_steps
 
@@ -76,7 +76,7 @@ def _promote(space: MemorySpace, segment_id: int, steps: MemorySteps, now: datet
     pages = list(segment.pages.filter(analysed=False).order_by("seq"))
     if not pages:
         return PromotionReport(reason="nothing unanalysed")
-    turns = [TurnText(user_message=p.user_message, assistant_reply=p.assistant_reply, at=p.at) for p in pages]
+    turns = [page_turn_text(page) for page in pages]
     report = PromotionReport(promoted=True, analysed_page_ids=[p.id for p in pages])
     report.profile_version_id = _profile_update(space, segment, pages, turns, steps)
     facts = steps.knowledge_extract(pages=turns)

@@ -19,7 +19,7 @@ def _reembed_pages(embedder: Embedder, progress: Callable[[str, int], None]) -> 
     ids = list(Page.objects.order_by("id").values_list("id", flat=True))
     for start in range(0, len(ids), BATCH):
         pages = list(Page.objects.filter(id__in=ids[start : start + BATCH]).without_vectors())
-        vectors = embedder.embed([p.text for p in pages])
+        vectors = embedder.embed([p.memory_text for p in pages])
         for page, vector in zip(pages, vectors, strict=True):
             page.embedding = vector
             page.topic_embedding = vector if page.segment_id or page.topic_summary else None

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from memory.models import Assistant, EndUser, MemorySpace, Page
 from memory.models.events import EventKind
-from memory.models.tiers import PageSource, Tier
+from memory.models.tiers import PageSource, ReplySource, Tier
 from memory.services.events import event_record
 
 
@@ -57,8 +57,12 @@ def turn_record(
     source: str = PageSource.CHAT,
     source_ref: str = "",
     source_meta: dict | None = None,
+    reply_source: str = ReplySource.ASSISTANT,
 ) -> TurnRecorded:
     """Append one page to the pair's STM; pages past STM capacity leave it, oldest first.
+
+    `reply_source` is SYSTEM when the reply is text the system generated without a model (the offline reply):
+    the transcript keeps it, memory never uses it.
 
     Runs under a lock on the memory space, so concurrent turns of one pair get consecutive pages in arrival order
     and STM never exceeds capacity. Evicted pages are handed to `stm_overflow_task` after commit (or dropped, with
@@ -83,6 +87,7 @@ def turn_record(
             source=source,
             source_ref=source_ref[:200],
             source_meta=source_meta or {},
+            reply_source=reply_source,
         )
         MemorySpace.objects.filter(pk=space.pk).update(next_seq=F("next_seq") + 1)
         EndUser.objects.filter(pk=end_user.pk).update(last_active_at=timezone.now())

@@ -87,7 +87,7 @@ def _place_pending(space: MemorySpace, up_to_seq: int, steps: MemorySteps, now: 
     if not pending:
         return report
     embedder = embedder_for_store()
-    for page, vector in zip(pending, embedder.embed([p.text for p in pending]), strict=True):
+    for page, vector in zip(pending, embedder.embed([p.memory_text for p in pending]), strict=True):
         page.embedding = vector
     previous = (
         Page.objects.filter(space=space, tier=Tier.MID_TERM, segment__isnull=False, seq__lt=pending[0].seq)
@@ -96,9 +96,9 @@ def _place_pending(space: MemorySpace, up_to_seq: int, steps: MemorySteps, now: 
     )
     for page in pending:
         chain = steps.chain_and_topic(
-            previous=_turn_text(previous) if previous else None,
+            previous=page_turn_text(previous) if previous else None,
             previous_chain_summary=previous.chain_summary if previous else "",
-            page=_turn_text(page),
+            page=page_turn_text(page),
             similarity=cosine(previous.embedding, page.embedding) if previous else None,
         )
         page.topic_embedding = _topic_vector(embedder, steps, page, chain)
@@ -132,8 +132,9 @@ def _topic_vector(embedder, steps: MemorySteps, page: Page, chain: ChainTopic) -
     return embedder.embed([chain.topic_summary])[0]
 
 
-def _turn_text(page: Page) -> TurnText:
-    return TurnText(user_message=page.user_message, assistant_reply=page.assistant_reply, at=page.at)
+def page_turn_text(page: Page) -> TurnText:
+    """The page as the memory steps read it: a reply the system wrote without a model is left out."""
+    return TurnText(user_message=page.user_message, assistant_reply=page.memory_reply, at=page.at)
 
 
 def _chain_link(page: Page, previous: Page | None, chain: ChainTopic) -> None:

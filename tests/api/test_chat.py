@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.utils import timezone
+
 from memory.llm import LLMError, use_llm
 from memory.models import AuditEntry, ChatReply, EndUser, Page
 from memory.models.tiers import PageSource
@@ -88,3 +90,55 @@ def test_a_model_failure_is_a_502_that_stores_nothing_and_the_key_can_be_retried
     assert retried.status_code == 200 and retried.json()["reply"] == "Biscuit is a beagle."
     assert retried.json()["mode"] == "llm"
     assert Page.objects.count() == pages_before + 1
+
+
+def test_offline_it_answers_where_the_user_works_nine_turns_after_they_said_it(
+    api, alice, django_capture_on_commit_callbacks
+):
+    said = [
+        "For work I'm a product manager at a fintech startup.",
+        "I have a golden retriever called Pepper.",
+        "My sister lives in Oslo.",
+        "I'm learning to play the cello.",
+        "The weather has been grey all week.",
+        "I'm severely allergic to peanuts and carry an EpiPen.",
+        "We watched a documentary about octopuses last night.",
+        "I want to repaint the kitchen in spring.",
+        "My favourite author is Ursula K. Le Guin.",
+    ]
+    with django_capture_on_commit_callbacks(execute=True):  # the turns that leave short-term memory are placed
+        for number, message in enumerate(said):
+            say(api, message, key=f"turn-{number}")
+
+    body = say(api, "Where do I work?", key="question").json()
+
+    first = body["reply"].splitlines()[0]
+    assert "you're a product manager at a fintech startup — you told me on" in first
+    work_page = Page.objects.get(user_message=said[0])
+    assert work_page.tier == "mtm" and work_page.segment_id is not None
+    assert body["memory_used"]["pages"][0]["id"] == work_page.id
+
+
+def test_offline_it_answers_which_fruit_the_user_likes_from_this_conversation(api, alice):
+    for number, message in enumerate(["I like kiwis.", "My brother is visiting next weekend.", "Rainy day today."]):
+        say(api, message, key=f"turn-{number}")
+
+    body = say(api, "What fruit do I like?", key="question").json()
+
+    assert body["reply"].splitlines()[0].endswith("You like kiwis — you told me on " + _today())
+    kiwi_page = Page.objects.get(user_message="I like kiwis.")
+    assert [p["id"] for p in body["memory_used"]["pages"]] == [kiwi_page.id]
+    assert body["memory_used"]["short_term_page_ids"] == []
+
+
+def test_offline_with_nothing_relevant_it_says_so_and_uses_no_memory(api, alice):
+    say(api, "I like kiwis.", key="turn-0")
+
+    body = say(api, "Which train goes to Porto?", key="question").json()
+
+    assert "I don't remember anything relevant to this yet" in body["reply"]
+    assert body["memory_used"]["pages"] == [] and body["memory_used"]["user_knowledge"] == []
+
+
+def _today() -> str:
+    return f"{timezone.now():%d %b}.".lstrip("0")

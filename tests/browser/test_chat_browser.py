@@ -56,13 +56,14 @@ def test_an_end_user_chats_sees_the_memory_used_and_deletes_a_memory(demo, page,
     assert Page.objects.filter(space__end_user__external_id="alice", source="chat").count() == 2
     assert page.locator("#composer textarea").input_value() == ""
 
-    assert "Earlier in this conversation you said: “My left knee sometimes aches" in last.inner_text()
+    # the offline reply answers first from the most relevant turn, told back to the user with its date
+    assert "Your left knee sometimes aches after long runs — you told me on" in last.inner_text()
     first_reply = page.locator("#conversation > li.chat-turn").nth(-2)
     first_reply.locator("details.memory-used summary").click()
     used = first_reply.locator("details.memory-used .memory-used-body")
     assert used.is_visible()
-    assert (
-        "Earlier turns" in used.inner_text() and "you said “And is a day trip to Sintra worth it?”" in used.inner_text()
+    assert "Earlier turns" in used.inner_text() and "you said “Great, I'll book Pena for the Wednesday then.”" in (
+        used.inner_text()
     )
     last.locator("details.memory-used summary").click()
     page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
@@ -89,3 +90,18 @@ def test_an_end_user_chats_sees_the_memory_used_and_deletes_a_memory(demo, page,
 
     assert turn_text not in page.locator("#memory-body").inner_text()
     assert not Page.objects.filter(user_message=turn_text.removeprefix("You: ")).exists()
+
+
+def test_offline_ava_answers_from_what_was_just_said_and_shows_only_that(demo, page):
+    log_in(page, "alice", settings.DEMO_PASSWORD)
+    page.wait_for_url("**/chat/ava/")
+
+    for message in ("I like kiwis.", "My brother visits next weekend.", "What fruit do I like?"):
+        send(page, message)
+
+    last = page.locator("#conversation > li.chat-turn").last
+    reply = last.locator(".bubble-assistant .bubble-text").inner_text()
+    assert reply.startswith(f"{OFFLINE_LABEL} You like kiwis — you told me on")
+    last.locator("details.memory-used summary").click()
+    used = last.locator("details.memory-used .memory-used-body").inner_text()
+    assert "you said “I like kiwis.”" in used and "brother" not in used

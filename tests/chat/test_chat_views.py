@@ -56,7 +56,7 @@ def test_an_empty_conversation_invites_the_end_user_to_say_hello(logged_in):
 def test_the_conversation_shows_each_turn_and_what_each_reply_used(offline, logged_in, alice, assistant, space):
     builders.knowledge(alice, text="Alice is vegetarian.")
     builders.segment_with_pages(
-        space, summary="Lisbon holiday vegetarian food", messages=["Vegetarian food in Lisbon?"]
+        space, summary="Lisbon holiday vegetarian food", messages=["Vegetarian food in Lisbon is easy to find."]
     )
     builders.page(space, user_message="An imported turn.", assistant_reply="With no chat reply.")
     post_message(logged_in, "Vegetarian food in Lisbon")
@@ -65,11 +65,12 @@ def test_the_conversation_shows_each_turn_and_what_each_reply_used(offline, logg
 
     assert "An imported turn." in body and "With no chat reply." in body
     assert body.count('<details class="memory-used">') == 1
-    assert "Memory used: 1 fact, 1 topic, 1 earlier turn, 1 recent turn" in body
+    # the offline reply used what it mentions: not the unrelated imported turn
+    assert "Memory used: 1 fact, 1 topic, 1 earlier turn<" in body
     assert "<li>Alice is vegetarian.</li>" in body
     assert "<li>Lisbon holiday vegetarian food</li>" in body
-    assert ": you said “Vegetarian food in Lisbon?”" in body
-    assert "The latest 1 turn of this conversation." in body
+    assert ": you said “Vegetarian food in Lisbon is easy to find.”" in body
+    assert "The latest 1 turn of this conversation." not in body
     assert "offline reply" in body
 
 
@@ -163,7 +164,7 @@ def test_the_chat_page_costs_the_same_queries_however_long_the_conversation(
     builders.profile(alice, text="Alice likes Lisbon.")
     builders.knowledge(alice, text="Alice is vegetarian.")
     builders.segment_with_pages(
-        space, summary="Lisbon holiday vegetarian food", messages=["Vegetarian food in Lisbon?"]
+        space, summary="Lisbon holiday vegetarian food", messages=["Vegetarian food in Lisbon is easy to find."]
     )
     for number in range(2):
         post_message(logged_in, f"Vegetarian food in Lisbon {number}", key=f"k-{number}")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
 from chat.offline import OFFLINE_LABEL
 from chat.prompt import quoted
 from chat.services import reply_generate
 from memory.models import AuditEntry, ChatReply, Page, Segment
-from memory.models.tiers import PageSource, Tier
+from memory.models.tiers import PageSource, ReplySource, Tier
 from tests import builders
 
 
@@ -121,9 +122,10 @@ def test_offline_the_reply_is_labelled_and_says_what_is_remembered_that_is_relev
     result = send(alice, assistant, "Vegetarian food in Lisbon")
 
     assert result.done and result.reply.mode == "offline"
-    assert result.text.startswith(f"{OFFLINE_LABEL} Here is what I remember that may be relevant:")
-    assert "- Alice is vegetarian." in result.text
-    assert "you said: “Vegetarian food in Lisbon?”" in result.text
+    first, *supporting = result.text.splitlines()
+    assert first.startswith(f"{OFFLINE_LABEL} Alice is vegetarian — I noted it on ")
+    assert supporting[0] == "Also relevant:" and len(supporting) == 2
+    assert supporting[1].startswith("- On 5 Jan") and supporting[1].endswith("you said: “I am going to Lisbon in May”")
     assert result.reply.llm_calls == 0 and result.reply.prompt_tokens == 0
     assert Page.objects.filter(space__end_user=alice, assistant_reply=result.text).exists()
 
@@ -178,5 +180,41 @@ def test_offline_the_reply_mentions_turns_of_this_conversation_on_the_same_subje
 
     result = send(alice, assistant, "What should I do about my knee?")
 
-    assert "- Earlier in this conversation you said: “My left knee aches after long runs.”" in result.text
+    assert result.text.startswith(f"{OFFLINE_LABEL} Your left knee aches after long runs — you told me on ")
     assert "bread" not in result.text
+
+
+def test_offline_the_reply_is_kept_as_system_text_and_an_llm_reply_as_the_assistants(llm, settings, alice, assistant):
+    llm("Hello Alice!")
+    assert send(alice, assistant, "Hello!", key="llm").reply.page.reply_source == ReplySource.ASSISTANT
+
+    settings.LLM_BASE_URL = ""
+    assert send(alice, assistant, "Hello again!", key="offline").reply.page.reply_source == ReplySource.SYSTEM
+
+
+def test_offline_memory_used_names_only_what_the_reply_used_best_first(offline, alice, assistant, space):
+    bread = builders.page(space, user_message="I bake bread on Sundays.")
+    aches = builders.page(space, user_message="My left knee aches after long runs.")
+    stairs = builders.page(space, user_message="Climbing stairs hurts my knee since I fell on the knee.")
+
+    reply = send(alice, assistant, "Why does my knee ache?").reply
+
+    assert [p["id"] for p in reply.memory_used["pages"]] == [aches.id, stairs.id]
+    assert bread.id not in reply.memory_used["short_term_page_ids"] + [p["id"] for p in reply.memory_used["pages"]]
+    assert reply.page.assistant_reply.splitlines()[0].endswith(
+        "Your left knee aches after long runs — you told me on " + _today()
+    )
+
+
+def test_offline_a_greeting_answers_from_no_memory(offline, alice, assistant, space):
+    builders.page(space, user_message="Hi!")
+    builders.page(space, user_message="I like kiwis.")
+
+    result = send(alice, assistant, "Hi!")
+
+    assert "I don't remember anything relevant to this yet" in result.text
+    assert result.reply.memory_used["pages"] == [] and result.reply.memory_used["short_term_page_ids"] == []
+
+
+def _today() -> str:
+    return f"{timezone.now():%d %b}.".lstrip("0")

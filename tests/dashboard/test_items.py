@@ -71,3 +71,36 @@ def test_another_tenants_items_are_404(client, admin_user, stranger_space, kind)
 
     assert client.get(f"/console/acme/{kind}/{ids[kind]}/").status_code == 404
     assert not AuditEntry.objects.exists()
+
+
+def test_a_short_term_page_states_one_truth_about_promotion(client, agent_user, alice, assistant):
+    space = builders.space_of(alice, assistant)
+    page = builders.page(space, user_message="I like kiwis.")
+    Page.objects.filter(pk=page.pk).update(analysed=True)  # as the issue found it: flagged, yet nothing derived
+    client.force_login(agent_user)
+
+    body = client.get(f"/console/acme/pages/{page.pk}/").content.decode()
+
+    assert "analysed into long-term memory" not in body
+    assert "analysed, but nothing in long-term memory comes from it" in body
+    assert "Nothing in long-term memory comes from this page." in body
+
+
+def test_a_short_term_page_not_yet_analysed_says_it_is_still_short_term(client, agent_user, alice, assistant):
+    page = builders.page(builders.space_of(alice, assistant), user_message="I like kiwis.")
+    client.force_login(agent_user)
+
+    body = client.get(f"/console/acme/pages/{page.pk}/").content.decode()
+
+    assert "not yet: the turn is still in short-term memory" in body
+
+
+def test_a_promoted_page_says_what_long_term_memory_holds_from_it(client, agent_user, alice_space):
+    page = next(p for p in Page.objects.filter(space=alice_space, analysed=True) if p.knowledge.exists())
+    client.force_login(agent_user)
+
+    body = client.get(f"/console/acme/pages/{page.pk}/").content.decode()
+
+    facts = page.knowledge.count()
+    assert f"yes: long-term memory holds {facts} fact{'' if facts == 1 else 's'}" in body
+    assert "Nothing in long-term memory comes from this page." not in body

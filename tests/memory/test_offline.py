@@ -135,16 +135,16 @@ def test_continuity_holds_across_exactly_two_hours():
 # Facts
 
 
-def test_user_facts_are_dated_quoted_first_person_statements():
+def test_user_facts_are_first_person_sentences_told_as_statements_about_the_user():
     facts = user_facts([turn("I ran a charity race for mental health last Saturday. It was really rewarding.")])
-    assert facts == ['2023-05-08: The user said: "I ran a charity race for mental health last Saturday."']
+    assert facts == ["The user ran a charity race for mental health last Saturday."]
 
 
 def test_user_facts_cover_my_and_we_statements():
     facts = user_facts([turn("My kids are so excited about summer break! We're thinking about camping next month.")])
     assert facts == [
-        '2023-05-08: The user said: "My kids are so excited about summer break!"',
-        '2023-05-08: The user said: "We\'re thinking about camping next month."',
+        "The user's kids are so excited about summer break!",
+        "The user and others are thinking about camping next month.",
     ]
 
 
@@ -164,7 +164,7 @@ def test_user_facts_are_deduplicated_in_order_and_capped():
     pages.insert(1, turn("I have visited museum number 0 in Paris with my brother."))
     facts = user_facts(pages)
     assert len(facts) == 10
-    assert facts[0].endswith('"I have visited museum number 0 in Paris with my brother."')
+    assert facts[0] == "The user has visited museum number 0 in Paris with their brother."
     assert len(set(facts)) == 10
 
 
@@ -176,15 +176,38 @@ def test_assistant_facts_are_what_the_assistant_did_or_committed_to():
         "Let me know if you need anything else. Would you like me to add a grocery list?",
     )
     assert assistant_facts([page]) == [
-        '2023-05-08: The assistant said: "I\'ll set a reminder for your dentist appointment on Friday."',
-        '2023-05-08: The assistant said: "I recommend starting each morning with a ten-minute walk."',
+        "The assistant will set a reminder for the user's dentist appointment on Friday.",
+        "The assistant recommends starting each morning with a ten-minute walk.",
     ]
     assert user_facts([page]) == []
 
 
-def test_a_quote_inside_a_fact_does_not_break_its_quoting():
+def test_greetings_small_talk_and_questions_make_no_fact():
+    for said in ("Hi!", "How are you?", "thanks", "Thanks so much, that's great!", "What fruit do I like?"):
+        assert user_facts([turn(said)]) == []
+
+
+def test_assistant_facts_skip_memory_the_assistant_recited_back():
+    page = turn(
+        "I have a golden retriever called Pepper.",
+        "You told me you have a golden retriever called Pepper. "
+        "- 2026-11-22: The user said: 'I have a golden retriever called Pepper' "
+        "I remember that your dog loves the park. "
+        "You have a golden retriever called Pepper, I have not forgotten. "
+        "I'll send you a list of dog-friendly beaches tomorrow.",
+    )
+    assert assistant_facts([page]) == ["The assistant will send the user a list of dog-friendly beaches tomorrow."]
+
+
+def test_a_reply_the_system_wrote_is_no_part_of_the_turns_text_or_facts():
+    page = TurnText(user_message="I like kiwis.", assistant_reply="", at=MAY_8)
+    assert page.text == "User: I like kiwis."
+    assert assistant_facts([page]) == []
+
+
+def test_a_quote_inside_a_fact_is_kept_as_said():
     facts = user_facts([turn('My team performed a piece called "Finding Freedom" at regionals.')])
-    assert facts == ["2023-05-08: The user said: \"My team performed a piece called 'Finding Freedom' at regionals.\""]
+    assert facts == ['The user\'s team performed a piece called "Finding Freedom" at regionals.']
 
 
 # Profile
@@ -288,13 +311,13 @@ def test_knowledge_extraction_returns_facts_about_both_sides():
     page = turn("I work as a nurse at the children's hospital.", "I'll remember that you work night shifts there.")
     facts = OfflineSteps().knowledge_extract(pages=[page])
     assert facts == Facts(
-        user=['2023-05-08: The user said: "I work as a nurse at the children\'s hospital."'],
-        assistant=['2023-05-08: The assistant said: "I\'ll remember that you work night shifts there."'],
+        user=["The user works as a nurse at the children's hospital."],
+        assistant=["The assistant will remember that the user works night shifts there."],
     )
 
 
 def test_a_profile_update_merges_the_users_statements():
     steps = OfflineSteps()
     profile = steps.profile_update(profile="", pages=[turn("I live in Lisbon with my two cats.")])
-    assert profile == f'{PROFILE_HEADER}\n- 2023-05-08: The user said: "I live in Lisbon with my two cats."'
+    assert profile == f"{PROFILE_HEADER}\n- The user lives in Lisbon with their two cats."
     assert steps.profile_update(profile=profile, pages=[turn("I live in Lisbon with my two cats.")]) is profile
