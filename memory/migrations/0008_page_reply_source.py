@@ -9,7 +9,7 @@ def mark_offline_replies(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory", "0006_page_pinned_index"),
+        ("memory", "0007_profile_stale"),
     ]
 
     operations = [
