@@ -43,8 +43,10 @@ from memory.quotes import Quote, quote, quotes_any, quotes_of, redact, redact_js
 from memory.services.audit import Actor, audit_record, audit_tombstone_entries, audit_tombstone_target
 from memory.services.embedding_state import embedder_for_store
 from memory.services.promotion import text_hash
+from memory.statements import about_user, to_user
 from memory.step_types import TurnText
 from memory.steps import get_steps
+from memory.text import split_sentences
 
 SEGMENT_KEYWORDS = 8
 ITEM_WORDS = {"page": "this turn", "segment": "this topic", "knowledge": "this fact", "profile_version": "this version"}
@@ -155,7 +157,16 @@ def _own_quotes(end_user: EndUser, pages: list[Page]) -> list[Quote]:
             others = others.filter(user_message__icontains=candidate.anchor)
         if not any(said_in(candidate.text, text) for text in others.values_list("user_message", flat=True)):
             quotes.append(candidate)
-    return quotes
+    return quotes + _restated(pages, quotes)
+
+
+def _restated(pages: list[Page], own: list[Quote]) -> list[Quote]:
+    """The page's own sentences as memory restates them: about the user (offline facts and profile lines) and told
+    back to the user (offline answers), so those copies are found as well as verbatim ones."""
+    kept = {q.text for q in own}
+    sentences = [s for p in pages for s in split_sentences(p.user_message) if quote(s).text in kept]
+    forms = {form for sentence in sentences for form in (about_user(sentence), to_user(sentence))}
+    return [q for q in quotes_of(forms) if q.text not in kept]
 
 
 def _quoting(queryset, fields: list[str], quotes: list[Quote]):
