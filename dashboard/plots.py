@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -45,7 +46,8 @@ def figure_html(fig: go.Figure, *, div_id: str) -> SafeString:
 
 
 def _label(text: str, limit: int = 48) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """Stored text as a chart label: shortened, then HTML-escaped, since plotly renders <a>, <b>... in labels."""
+    return html.escape(text if len(text) <= limit else text[: limit - 1] + "…", quote=False)
 
 
 @dataclass(frozen=True)

@@ -89,3 +89,15 @@ def test_another_tenants_user_is_404(client, agent_user, stranger):
 
     assert client.get(url(stranger)).status_code == 404
     assert client.get("/console/globex/users/").status_code == 404
+
+
+def test_a_segment_summary_with_markup_is_a_plain_label_in_the_heat_chart(client, agent_user, alice, alice_space):
+    builders.segment(alice_space, summary='<a href="//e.x">hi</a>', n_visit=3)
+    client.force_login(agent_user)
+
+    body = client.get(url(alice)).content.decode()
+
+    start = body.index('id="user-heat"')
+    chart = body[start : body.index("</script>", start)]
+    assert "hi" in chart and "<a href" not in chart and "\\u003ca href" not in chart
+    assert "&lt;a href" in chart or "\\u0026lt;a href" in chart
