@@ -304,7 +304,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["api.throttling.TokenRateThrottle"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.ApiPagination",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "api.negotiation.JsonFallbackNegotiation",
     "DEFAULT_SCHEMA_CLASS": "api.schema.ApiAutoSchema",
     "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",
