@@ -21,8 +21,8 @@ from memory.models import Assistant, EndUser, MemorySpace
 from memory.models.tiers import PageSource
 from memory.retrieval import RetrievalResult, retrieve
 from memory.selectors.people import assistant_get, end_user_get
+from memory.services.gdpr import end_user_for_turn
 from memory.services.governance import memory_read_record
-from memory.services.tenancy import end_user_create
 from memory.services.turns import InvalidTurn, space_get_or_create, turn_record
 
 
@@ -59,7 +59,7 @@ class TurnsView(ApiView):
     def _record(self, data: dict) -> Outcome:
         assistant = get_or_not_found(assistant_get, tenant=self.tenant, external_id=data["assistant"])
         _active(assistant, "assistant")
-        end_user = end_user_create(tenant=self.tenant, external_id=data["user"])
+        end_user = end_user_for_turn(tenant=self.tenant, external_id=data["user"])
         _active(end_user, "user")
         try:
             recorded = turn_record(
@@ -166,7 +166,7 @@ class ChatView(ApiView):
     def _reply(self, data: dict, key: str) -> Outcome:
         assistant = get_or_not_found(assistant_get, tenant=self.tenant, external_id=data["assistant"])
         _active(assistant, "assistant")
-        end_user = end_user_create(tenant=self.tenant, external_id=data["user"])
+        end_user = end_user_for_turn(tenant=self.tenant, external_id=data["user"])
         _active(end_user, "user")
         try:
             result = reply_generate(

@@ -7,11 +7,11 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers as drf
 from rest_framework import status
-from rest_framework.exceptions import APIException, NotFound
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from api import serializers
-from api.exceptions import Conflict
+from api.exceptions import Conflict, Gone
 from api.serializers import ExternalIdField
 from api.views.base import ApiListView, ApiView, get_or_not_found
 from memory.models import ActorKind, ExportJob, JobStatus
@@ -28,12 +28,6 @@ from memory.services.gdpr_export import ExportUnavailable, export_file, export_r
 
 DEFAULT_LEGAL_BASIS = "GDPR Art. 17 (right to erasure)"
 MAX_ID = 2**63 - 1
-
-
-class Gone(APIException):
-    status_code = status.HTTP_410_GONE
-    default_detail = "This is no longer available."
-    default_code = "gone"
 
 
 class AuditFilter(drf.Serializer):
