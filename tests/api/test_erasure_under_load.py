@@ -21,13 +21,11 @@ USER = f"user-{MARKER}"
 CHATS = 20
 
 
-def call(url: str, token: str, body: dict) -> tuple[int, dict]:
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
+def call(url: str, token: str, body: dict, key: str | None = None) -> tuple[int, dict]:
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    if key:
+        headers["Idempotency-Key"] = key
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, json.loads(response.read())
@@ -58,7 +56,8 @@ def test_an_erasure_during_twenty_parallel_chats_wins_and_leaves_no_trace(live_s
     chatted = threading.Event()
 
     def chat(n: int) -> tuple[int, dict]:
-        answer = call(f"{api}/chat/", token, {"user": USER, "assistant": "ava", "message": f"{MARKER} fact {n}"})
+        body = {"user": USER, "assistant": "ava", "message": f"{MARKER} fact {n}"}
+        answer = call(f"{api}/chat/", token, body, key=f"chat-{n}" if n % 2 else None)  # half with a key
         chatted.set()
         return answer
 
