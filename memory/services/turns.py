@@ -42,10 +42,10 @@ def end_user_write_lock(end_user: EndUser, *, inactive_ok: bool = False) -> None
         raise EndUserClosed(erased=active is None)
 
 
-def end_user_closed_check(end_user: EndUser) -> None:
-    """Raise EndUserClosed when the end user has been deactivated or erased since it was read (no lock)."""
+def end_user_closed_check(end_user: EndUser, *, inactive_ok: bool = False) -> None:
+    """Raise EndUserClosed when the end user has been erased (or deactivated, unless `inactive_ok`) since read."""
     active = EndUser.objects.filter(pk=end_user.pk).values_list("is_active", flat=True).first()
-    if not active:
+    if active is None or not (active or inactive_ok):
         raise EndUserClosed(erased=active is None)
 
 
