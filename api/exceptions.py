@@ -19,7 +19,7 @@ from rest_framework.serializers import as_serializer_error
 from rest_framework.views import set_rollback
 
 from memory.services.governance import GovernanceError
-from memory.services.turns import InvalidTurn
+from memory.services.turns import EndUserClosed, InvalidTurn
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,12 @@ class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "The request conflicts with the current state."
     default_code = "conflict"
+
+
+class Gone(exceptions.APIException):
+    status_code = status.HTTP_410_GONE
+    default_detail = "This is no longer available."
+    default_code = "gone"
 
 
 def _flatten(errors, prefix: str = "") -> dict[str, list[str]]:
@@ -65,6 +71,10 @@ def _as_api_exception(exc: Exception) -> exceptions.APIException | None:
         return exceptions.PermissionDenied(*exc.args)
     if isinstance(exc, DjangoValidationError):
         return exceptions.ValidationError(as_serializer_error(exc))
+    if isinstance(exc, EndUserClosed):
+        if exc.erased:
+            return Gone("This user has been erased; nothing more is stored about them.", code="erased")
+        return Conflict("This user is deactivated; nothing more is stored about them.", code="deactivated")
     if isinstance(exc, InvalidTurn | GovernanceError):
         return exceptions.ValidationError({"non_field_errors": [str(exc)]})
     return None

@@ -10,7 +10,7 @@ import contextlib
 import re
 from collections.abc import Callable
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -24,6 +24,7 @@ from memory.services.idempotency import (
     idempotent_request_release,
     request_fingerprint,
 )
+from memory.services.turns import EndUserClosed
 
 HEADER = "Idempotency-Key"
 KEY = re.compile(r"^[\x21-\x7e]{1,100}$")  # printable ASCII, no spaces, as in the IETF draft's examples
@@ -78,12 +79,24 @@ def idempotent(
                 idempotent_request_release(request=claim.request)
             raise
         if 200 <= status < 300:
-            idempotent_request_complete(request=claim.request, status_code=status, response=body, end_user=end_user)
+            _complete(claim.request, status, body, end_user, atomic=atomic)
         elif atomic:
             transaction.set_rollback(True)  # an error answer is not stored: the client may retry
         else:
             idempotent_request_release(request=claim.request)
     return Response(body, status=status)
+
+
+def _complete(request, status: int, body: dict, end_user: EndUser | None, *, atomic: bool) -> None:
+    """Store the answer; an end user erased since the work committed leaves no answer about them to replay."""
+    try:
+        with transaction.atomic():
+            idempotent_request_complete(request=request, status_code=status, response=body, end_user=end_user)
+    except IntegrityError:
+        if atomic:
+            raise  # cannot happen: the work holds the end user's write lock until this transaction commits
+        idempotent_request_release(request=request)
+        raise EndUserClosed(erased=True) from None
 
 
 def _conflict(kind: str) -> Conflict:

@@ -450,7 +450,8 @@ class ExportJobOut(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.URLField(allow_null=True))
     def get_download_url(self, job: ExportJob) -> str | None:
-        if job.status != "done":
+        """Only a finished bundle whose link has not expired is ready (the hourly expiry may not have run yet)."""
+        if job.status != "done" or (job.expires_at and job.expires_at <= timezone.now()):
             return None
         request = self.context.get("request")
         path = f"/api/v1/exports/{job.pk}/download/"

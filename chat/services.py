@@ -23,7 +23,7 @@ from memory.retrieval import RetrievalResult, retrieve
 from memory.services.audit import Actor
 from memory.services.governance import reply_memory_record
 from memory.services.replies import chat_reply_claim, chat_reply_complete, chat_reply_fail
-from memory.services.turns import InvalidTurn, space_get_or_create, turn_record
+from memory.services.turns import InvalidTurn, end_user_closed_check, space_get_or_create, turn_record
 from memory.step_types import Usage
 from memory.steps import llm_configured
 
@@ -105,13 +105,18 @@ def reply_generate(
     prompt within CHAT_PROMPT_TOKEN_BUDGET, generate (one LLM call, or the offline reply), then in one transaction
     record the turn, complete the reply and audit the memory it used. An LLM failure marks the reply failed with
     its reason and stores no page; the same key may then be sent again. Raises InvalidMessage for a bad message
-    and InvalidTurn when the user and assistant belong to different tenants.
+    InvalidTurn when the user and assistant belong to different tenants, and EndUserClosed when the end user is
+    deactivated or erased while the reply is made (nothing of it is kept then).
     """
     message, idempotency_key = message_check(message), _key_check(idempotency_key)
     if not (end_user.is_active and assistant.is_active):
         raise InvalidMessage("This conversation is closed: the account or the assistant has been deactivated.")
-    space = space_get_or_create(end_user=end_user, assistant=assistant)
-    reply, claimed = chat_reply_claim(space=space, idempotency_key=idempotency_key, user_message=message)
+    try:
+        space = space_get_or_create(end_user=end_user, assistant=assistant)
+        reply, claimed = chat_reply_claim(space=space, idempotency_key=idempotency_key, user_message=message)
+    except Exception:
+        end_user_closed_check(end_user)  # erased meanwhile: its rows are gone, so say so rather than fail
+        raise
     if not claimed:
         page_text = reply.page.assistant_reply if reply.page_id else ""
         return ReplyResult(reply=reply, text=page_text, retrieval=None, replayed=True)
@@ -132,6 +137,7 @@ def reply_generate(
         # (if even that write fails, the original error is the one worth seeing).
         with contextlib.suppress(Exception):
             chat_reply_fail(reply=reply, mode=mode, error="an unexpected error stopped the reply", usage=Usage())
+        end_user_closed_check(end_user)  # an erasure under way explains the failure: a refusal, not a bug
         raise
     return ReplyResult(reply=reply, text=page_text, retrieval=retrieval)
 

@@ -34,9 +34,10 @@ from memory.services import governance
 from memory.services.audit import Actor
 from memory.services.gdpr import user_export_data
 from memory.services.governance import memory_read_record
-from memory.services.turns import space_get_or_create
+from memory.services.turns import EndUserClosed, space_get_or_create
 
 REASON = "requested by the end user"
+CLOSED = "This account has been closed, so nothing more is stored: your message was not kept."
 T = TypeVar("T")
 
 # --- Access helpers -------------------------------------------------------------------------------------------------
@@ -106,12 +107,15 @@ def message_send(request: HttpRequest, assistant_id: str) -> HttpResponse:
     form = MessageForm(request.POST)
     if not form.is_valid():
         return _composer_again(request, end_user, assistant, form, status=400)
-    result = reply_generate(
-        end_user=end_user,
-        assistant=assistant,
-        message=form.cleaned_data["message"],
-        idempotency_key=form.cleaned_data["idempotency_key"],
-    )
+    try:
+        result = reply_generate(
+            end_user=end_user,
+            assistant=assistant,
+            message=form.cleaned_data["message"],
+            idempotency_key=form.cleaned_data["idempotency_key"],
+        )
+    except EndUserClosed:  # erased or deactivated while the reply was being made
+        return HttpResponse(CLOSED, status=410, content_type="text/plain; charset=utf-8")
     if result.failed:
         form = MessageForm(initial={"message": form.cleaned_data["message"]})
         return _composer_again(request, end_user, assistant, form, status=503, error=_failure_text(assistant, result))

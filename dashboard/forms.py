@@ -83,6 +83,13 @@ class AuditFilterForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["action"].choices = [("", "Any action")] + [(a, a) for a in actions]
 
+    def clean(self) -> dict:
+        cleaned = super().clean()
+        since, until = cleaned.get("since"), cleaned.get("until")
+        if since and until and since > until:
+            self.add_error("until", "The end date is before the start date.")
+        return cleaned
+
 
 class ErasureForm(forms.Form):
     legal_basis = forms.CharField(

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import html
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 import plotly.graph_objects as go
 from django.conf import settings
+from django.utils.html import escape, format_html, json_script
 from django.utils.safestring import SafeString, mark_safe
 
 from memory.heat import Heat, heat_terms, recency_decay
@@ -36,16 +39,21 @@ def _layout(fig: go.Figure, *, height: int, **extra) -> go.Figure:
 
 
 def figure_html(fig: go.Figure, *, div_id: str) -> SafeString:
-    """The figure as a div plus the inline script that draws it (plotly.js must already be loaded)."""
-    height = fig.layout.height or 320
-    html = fig.to_html(
-        full_html=False, include_plotlyjs=False, config=CONFIG, div_id=div_id, default_height=f"{height}px"
-    )
-    return mark_safe(html)  # plotly's own markup; every value inside it is JSON-encoded by plotly
+    """The figure as an empty div plus its JSON in a data script; static/js/plots.js draws it.
+
+    No inline script: the Content-Security-Policy allows only scripts served by the site itself. The JSON is
+    escaped as `json_script` escapes it (`<`, `>` and `&` as \\u escapes), so no stored text can close the tag.
+    """
+    figure = json.loads(fig.to_json())  # plain JSON types (plotly's encoder handles numpy and dates)
+    figure["config"] = CONFIG
+    data = json_script(figure, element_id=f"{div_id}-figure")
+    data = mark_safe(data.replace("<script ", f'<script data-plotly-for="{escape(div_id)}" ', 1))  # still safe
+    return format_html('<div id="{}" class="plotly-graph-div"></div>{}', div_id, data)
 
 
 def _label(text: str, limit: int = 48) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """Stored text as a chart label: shortened, then HTML-escaped, since plotly renders <a>, <b>... in labels."""
+    return html.escape(text if len(text) <= limit else text[: limit - 1] + "…", quote=False)
 
 
 @dataclass(frozen=True)

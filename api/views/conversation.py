@@ -21,9 +21,9 @@ from memory.models import Assistant, EndUser, MemorySpace
 from memory.models.tiers import PageSource
 from memory.retrieval import RetrievalResult, retrieve
 from memory.selectors.people import assistant_get, end_user_get
+from memory.services.gdpr import end_user_for_turn
 from memory.services.governance import memory_read_record
-from memory.services.tenancy import end_user_create
-from memory.services.turns import InvalidTurn, space_get_or_create, turn_record
+from memory.services.turns import InvalidTurn, end_user_closed_check, space_get_or_create, turn_record
 
 
 def _active(thing: EndUser | Assistant, what: str) -> None:
@@ -59,7 +59,7 @@ class TurnsView(ApiView):
     def _record(self, data: dict) -> Outcome:
         assistant = get_or_not_found(assistant_get, tenant=self.tenant, external_id=data["assistant"])
         _active(assistant, "assistant")
-        end_user = end_user_create(tenant=self.tenant, external_id=data["user"])
+        end_user = end_user_for_turn(tenant=self.tenant, external_id=data["user"])
         _active(end_user, "user")
         try:
             recorded = turn_record(
@@ -114,16 +114,22 @@ class RetrieveView(ApiView):
         data = self.valid(serializers.RetrieveIn)
         end_user = get_or_not_found(end_user_get, tenant=self.tenant, external_id=data["user"])
         assistant = get_or_not_found(assistant_get, tenant=self.tenant, external_id=data["assistant"])
-        space = space_get_or_create(end_user=end_user, assistant=assistant)
-        result = retrieve(space=space, query=data["query"], record_visits=data["record_visits"] and not space.paused)
-        memory_read_record(
-            actor=self.actor,
-            end_user=end_user,
-            what="api retrieve",
-            target_type="memoryspace",
-            target_id=space.pk,
-            request_id=self.request_id,
-        )
+        try:
+            space = space_get_or_create(end_user=end_user, assistant=assistant)
+            visits = data["record_visits"] and not space.paused
+            result = retrieve(space=space, query=data["query"], record_visits=visits)
+            memory_read_record(
+                actor=self.actor,
+                end_user=end_user,
+                what="api retrieve",
+                target_type="memoryspace",
+                target_id=space.pk,
+                request_id=self.request_id,
+            )
+        except Exception:
+            # erased meanwhile: its rows are gone, so say so (410) rather than fail
+            end_user_closed_check(end_user, inactive_ok=True)
+            raise
         body = retrieval_body(result)
         if data["include_prompt"]:
             body["prompt"] = _prompt(space, result)
@@ -166,7 +172,7 @@ class ChatView(ApiView):
     def _reply(self, data: dict, key: str) -> Outcome:
         assistant = get_or_not_found(assistant_get, tenant=self.tenant, external_id=data["assistant"])
         _active(assistant, "assistant")
-        end_user = end_user_create(tenant=self.tenant, external_id=data["user"])
+        end_user = end_user_for_turn(tenant=self.tenant, external_id=data["user"])
         _active(end_user, "user")
         try:
             result = reply_generate(

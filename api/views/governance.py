@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from django.http import FileResponse
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers as drf
 from rest_framework import status
-from rest_framework.exceptions import APIException
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from api import serializers
-from api.exceptions import Conflict
+from api.exceptions import Conflict, Gone
 from api.serializers import ExternalIdField
 from api.views.base import ApiListView, ApiView, get_or_not_found
 from memory.models import ActorKind, ExportJob, JobStatus
@@ -29,12 +28,6 @@ from memory.services.gdpr_export import ExportUnavailable, export_file, export_r
 
 DEFAULT_LEGAL_BASIS = "GDPR Art. 17 (right to erasure)"
 MAX_ID = 2**63 - 1
-
-
-class Gone(APIException):
-    status_code = status.HTTP_410_GONE
-    default_detail = "This is no longer available."
-    default_code = "gone"
 
 
 class AuditFilter(drf.Serializer):
@@ -117,32 +110,23 @@ def _job_response(job: ExportJob, request, code: int | None = None) -> Response:
     return Response(serializers.ExportJobOut(job, context={"request": request}).data, status=code)
 
 
-def _usable(job: ExportJob | None) -> bool:
-    """A job worth answering with: queued, running, or done with a link that has not expired."""
-    if job is None or job.status in (JobStatus.FAILED, JobStatus.EXPIRED):
-        return False
-    return not (job.status == JobStatus.DONE and job.expires_at and job.expires_at <= timezone.now())
-
-
 class UserExportView(ApiView):
-    """GET: the user's latest export, or a new one started when there is none usable. POST: always a new one.
+    """GET: the user's latest export as it stands (404 when there is none); it never starts one. POST: a new one.
 
-    202 while the bundle is being built (poll `GET /exports/{id}/`), 200 once it is ready with its `download_url`.
+    A job is ready only when its `status` is `done` and it has a `download_url`; poll `GET /exports/{id}/` until
+    then. Starting an export is a POST, so a cross-site GET through an operator's browser cannot start one.
     """
 
     required_scopes = {"GET": "govern", "POST": "govern"}
     serializer_class = serializers.ExportJobOut
 
-    @extend_schema(
-        operation_id="users_export_read",
-        responses={200: serializers.ExportJobOut, 202: serializers.ExportJobOut},
-    )
+    @extend_schema(operation_id="users_export_read", responses={200: serializers.ExportJobOut})
     def get(self, request, external_id: str):
         end_user = get_or_not_found(end_user_get, tenant=self.tenant, external_id=external_id)
         job = export_job_list(tenant=self.tenant, end_user=end_user).first()
-        if not _usable(job):
-            job = export_request(end_user=end_user, actor=self.actor, request_id=self.request_id)
-        return _job_response(job, request)
+        if job is None:
+            raise NotFound(f"No export of {external_id!r} has been requested; POST to start one.")
+        return _job_response(job, request, status.HTTP_200_OK)
 
     @extend_schema(operation_id="users_export_create", request=None, responses={202: serializers.ExportJobOut})
     def post(self, request, external_id: str):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import csv
+import json
 from itertools import chain
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -23,10 +24,14 @@ CSV_COLUMNS = ["seq", "time", "actor_kind", "actor", "action", "end_user", "subj
 CSV_COLUMNS += ["reason", "before", "after", "detail", "request_id", "erased", "hash"]
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _filters(console: Console, request: HttpRequest) -> tuple[AuditFilterForm, AuditFilter]:
+    """The form and the filter of its valid fields: an invalid field is an error shown, never a dropped filter."""
     form = AuditFilterForm(request.GET, actions=audit_actions(tenant=console.tenant))
-    if not form.is_valid():
-        return form, AuditFilter()
+    form.is_valid()
     return form, AuditFilter(**form.cleaned_data)
 
 
@@ -48,24 +53,41 @@ class _Echo:
         return value
 
 
+def csv_cell(value) -> object:
+    """A value a spreadsheet shows as text: a leading formula character is escaped with a quote."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def _text(value) -> str:
+    """A JSON value as a cell: text as it is, anything else as JSON (never Python's repr)."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
 def _csv_row(entry) -> list:
     user = str(entry.end_user) if entry.end_user else ("erased user" if entry.subject_id else "")
     actor = entry.actor_label or entry.operator_name
-    before = "" if entry.before is None else entry.before
-    after = "" if entry.after is None else entry.after
-    return [
+    before, after, detail = _text(entry.before), _text(entry.after), _text(entry.detail or None)
+    row = [
         entry.seq, entry.created_at.isoformat(), entry.actor_kind, actor, entry.action, user, entry.subject_id or "",
-        entry.target_type, entry.target_id or "", entry.reason, before, after, entry.detail or "", entry.request_id,
+        entry.target_type, entry.target_id or "", entry.reason, before, after, detail, entry.request_id,
         entry.erased, entry.hash,
     ]  # fmt: skip
+    return [csv_cell(cell) for cell in row]
 
 
 @require_GET
 @login_required
-def audit_csv(request: HttpRequest, slug: str) -> StreamingHttpResponse:
-    """The filtered audit log as CSV, streamed."""
+def audit_csv(request: HttpRequest, slug: str) -> HttpResponse | StreamingHttpResponse:
+    """The filtered audit log as CSV, streamed; 400 when a filter is invalid (it would otherwise widen the file)."""
     console = console_or_404(request, slug, Permission.GOVERN)
-    _, filters = _filters(console, request)
+    form, filters = _filters(console, request)
+    if form.errors:
+        problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
+        return HttpResponseBadRequest(f"Invalid audit filter ({problems})", content_type="text/plain; charset=utf-8")
     entries = audit_entries(tenant=console.tenant, filters=filters).iterator(chunk_size=2000)
     writer = csv.writer(_Echo())
     rows = (writer.writerow(row) for row in chain([CSV_COLUMNS], map(_csv_row, entries)))

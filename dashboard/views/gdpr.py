@@ -16,6 +16,7 @@ from memory.selectors.governance import erasure_receipt_get, erasure_receipt_lis
 from memory.selectors.people import end_user_get
 from memory.services.gdpr import receipt_verify, user_erase
 from memory.services.gdpr_export import ExportUnavailable, export_file, export_request
+from memory.services.turns import EndUserClosed
 
 EXPORTS_SHOWN = 50
 RECEIPTS_SHOWN = 100
@@ -48,7 +49,11 @@ def export_start(request: HttpRequest, slug: str, end_user_id: int) -> HttpRespo
     """Queue an export bundle of everything held about the user; the job page shows its progress."""
     console = console_or_404(request, slug, Permission.GOVERN)
     end_user = get_or_404(end_user_get, tenant=console.tenant, id=end_user_id)
-    job = export_request(end_user=end_user, actor=actor_of(request), request_id=request_id_of(request))
+    try:
+        job = export_request(end_user=end_user, actor=actor_of(request), request_id=request_id_of(request))
+    except EndUserClosed:
+        messages.error(request, f"{end_user} has just been erased; there is nothing left to export.")
+        return redirect("console:gdpr", slug)
     messages.success(request, f"Export of {end_user} queued.")
     return redirect("console:export", slug, job.pk)
 

@@ -7,6 +7,7 @@ screen whatever the size of memory (pinned in tests/dashboard/test_query_counts.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
@@ -60,6 +61,15 @@ def _count_per_user(queryset: QuerySet, user_path: str):
     return Coalesce(Subquery(rows.values("n")[:1], output_field=IntegerField()), 0)
 
 
+# ASCII digits only ("²".isdigit() is true but int("²") fails), and short enough for a bigint.
+_ID = re.compile(r"[0-9]{1,18}")
+
+
+def id_from_text(text: str) -> int | None:
+    """The row id that a search text spells, or None when it is not one."""
+    return int(text) if _ID.fullmatch(text) else None
+
+
 USER_SORTS = {
     "recent": (F("last_active_at").desc(nulls_last=True), "-id"),
     "heat": (F("hottest_heat").desc(nulls_last=True), "-id"),
@@ -73,8 +83,8 @@ def _matching_users(tenant: Tenant, query: str) -> QuerySet[EndUser]:
     query = query.strip()
     if query:
         match = Q(display_name__icontains=query) | Q(email__icontains=query) | Q(external_id__icontains=query)
-        if query.isdigit():
-            match |= Q(pk=int(query))
+        if (pk := id_from_text(query)) is not None:
+            match |= Q(pk=pk)
         users = users.filter(match)
     return users
 
@@ -388,8 +398,8 @@ def audit_entries(*, tenant: Tenant, filters: AuditFilter) -> QuerySet[AuditEntr
             | Q(email__iexact=filters.user)
         )
         match = Q(subject_id__in=users.values("pk"))
-        if filters.user.isdigit():
-            match |= Q(subject_id=int(filters.user))
+        if (pk := id_from_text(filters.user)) is not None:
+            match |= Q(subject_id=pk)
         entries = entries.filter(match)
     if filters.actor:
         entries = entries.filter(

@@ -7,8 +7,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
-from django.db import transaction
+from django.db import OperationalError, transaction
 from django.utils import timezone
 
 from memory.models import (
@@ -19,14 +21,18 @@ from memory.models import (
     ExportJob,
     HeatSample,
     IdempotentRequest,
+    JobStatus,
     KnowledgeEntry,
     MemoryEvent,
     MemorySpace,
     Page,
     ProfileVersion,
     Segment,
+    Tenant,
 )
 from memory.services.audit import Actor, audit_record, audit_tombstone_actor, audit_tombstone_subject
+from memory.services.tenancy import end_user_create
+from memory.services.turns import EndUserClosed
 
 EXPORT_FORMAT = "memoryos-export/1"
 
@@ -211,37 +217,126 @@ def _receipt_hash(fields: dict) -> str:
 
 def subject_reference(end_user: EndUser) -> str:
     """A stable, unreadable reference to the end user: lets a DPO prove which request a receipt answers."""
-    return hashlib.sha256(f"{end_user.tenant_id}:{end_user.external_id}".encode()).hexdigest()
+    return subject_reference_of(tenant_id=end_user.tenant_id, external_id=end_user.external_id)
 
 
-@transaction.atomic
+def subject_reference_of(*, tenant_id: int, external_id: str) -> str:
+    return hashlib.sha256(f"{tenant_id}:{external_id}".encode()).hexdigest()
+
+
+def end_user_for_turn(*, tenant: Tenant, external_id: str) -> EndUser:
+    """The end user a turn or chat names, created on first use; an erased one is refused, never brought back.
+
+    Integrations create end users implicitly; a turn in flight (or replayed) after an erasure must not recreate
+    the user and store their words again. Raises EndUserClosed(erased=True) for an external id with an erasure
+    receipt; an operator may still create the user again explicitly (end_user_create).
+    """
+    existing = EndUser.objects.filter(tenant=tenant, external_id=external_id).first()
+    if existing is not None:
+        return existing
+    ref = subject_reference_of(tenant_id=tenant.pk, external_id=external_id)
+    if ErasureReceipt.objects.filter(tenant=tenant, subject_ref=ref).exists():
+        raise EndUserClosed(erased=True)
+    return end_user_create(tenant=tenant, external_id=external_id)
+
+
+ERASE_ATTEMPTS = 5
+
+
 def user_erase(*, end_user: EndUser, actor: Actor, legal_basis: str, reason: str = "", dry_run: bool = True) -> Erasure:
     """Delete everything about an end user in every table; audit entries about them keep only tombstones.
 
-    With `dry_run` (the default) nothing changes and the counts say what would go. A real run ends with an
-    ErasureReceipt (time, actor, legal basis, counts per table, a hash) that stays after the user is gone.
+    With `dry_run` (the default) nothing changes and the counts say what would go. A real run first deactivates
+    the end user and cancels their unfinished exports (committed at once, so new turns, chats and exports are
+    refused from then on), then takes the per-user write lock exclusively (the end user, then their memory spaces
+    in id order: the order every writer takes them in), waiting for writes already under way, and deletes. It
+    ends with an ErasureReceipt (time, actor, legal basis, counts per table, a hash) that stays after the user is
+    gone; every export file of the user is deleted after commit. A deadlock with a background task is retried.
     """
-    counts = erasure_counts(end_user=end_user)
     if dry_run:
-        return Erasure(counts=counts, receipt=None)
+        return Erasure(counts=erasure_counts(end_user=end_user), receipt=None)
     legal_basis = (legal_basis or "").strip()
     if not legal_basis:
         raise ValueError("a legal basis is required to erase an end user")
+    _close(end_user)
+    for attempt in range(1, ERASE_ATTEMPTS + 1):
+        try:
+            with transaction.atomic():
+                return _erase_locked(end_user, actor=actor, legal_basis=legal_basis, reason=reason)
+        except OperationalError as exc:
+            # A worker that holds a space and then needs the end user's row can deadlock with us; PostgreSQL
+            # aborts one side, and since new writes are already refused, trying again wins.
+            if getattr(exc.__cause__, "sqlstate", None) not in RETRYABLE or attempt == ERASE_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+RETRYABLE = {"40P01", "40001"}  # deadlock_detected, serialization_failure
+
+
+def _close(end_user: EndUser) -> None:
+    """Refuse new writes about the end user from now on: deactivate them and cancel their unfinished exports."""
+    with transaction.atomic():
+        EndUser.objects.filter(pk=end_user.pk).update(is_active=False)
+        ExportJob.objects.filter(end_user=end_user, status__in=(JobStatus.QUEUED, JobStatus.RUNNING)).update(
+            status=JobStatus.FAILED, error="cancelled: the end user is being erased", finished_at=timezone.now()
+        )
+
+
+def _lock(end_user: EndUser) -> None:
+    """The per-user write lock, exclusively: the end user's row, then their memory spaces in id order."""
+    EndUser.objects.select_for_update().filter(pk=end_user.pk).values_list("pk", flat=True).first()
+    list(MemorySpace.objects.select_for_update().filter(end_user=end_user).order_by("id").values_list("pk", flat=True))
+
+
+def _export_files(end_user: EndUser) -> list[Path]:
+    """Every export file of the user: those recorded on their jobs, and any a running build may have written."""
+    jobs = list(ExportJob.objects.filter(end_user=end_user).values_list("pk", "file_path"))
+    folder = Path(settings.EXPORT_DIR) / end_user.tenant.slug
+    files = [Path(p) for _, p in jobs if p]
+    for job_id, _ in jobs:
+        files += [folder / f"export-{job_id}.zip", folder / f"export-{job_id}.zip.part"]
+    return files
+
+
+def _erase_locked(end_user: EndUser, *, actor: Actor, legal_basis: str, reason: str) -> Erasure:
+    _lock(end_user)
+    counts = erasure_counts(end_user=end_user)
     tenant, subject_id, account_id = end_user.tenant, end_user.pk, end_user.account_id
     subject_ref = subject_reference(end_user)
-    export_files = [
-        Path(p) for p in ExportJob.objects.filter(end_user=end_user).values_list("file_path", flat=True) if p
-    ]
+    export_files = _export_files(end_user)
     audit_tombstone_subject(tenant=tenant, subject_id=subject_id)
     audit_tombstone_actor(tenant=tenant, end_user_id=subject_id)
     for queryset in _querysets(end_user).values():
         queryset.delete()
     if account_id:
         Session.objects.filter(session_key__in=_sessions_of(account_id)).delete()
-        from django.contrib.auth import get_user_model
-
         get_user_model().objects.filter(pk=account_id).delete()
     transaction.on_commit(lambda: [f.unlink(missing_ok=True) for f in export_files])
+    receipt = _receipt_create(
+        tenant=tenant,
+        subject_id=subject_id,
+        subject_ref=subject_ref,
+        actor=actor,
+        legal_basis=legal_basis,
+        reason=reason,
+        counts=counts,
+    )
+    audit_record(
+        tenant=tenant,
+        actor=actor,
+        action="gdpr.erasure",
+        target_type="erasure_receipt",
+        target_id=receipt.pk,
+        reason=legal_basis,
+        detail={"counts": counts, "receipt_hash": receipt.receipt_hash},
+    )
+    return Erasure(counts=counts, receipt=receipt)
+
+
+def _receipt_create(
+    *, tenant: Tenant, subject_id: int, subject_ref: str, actor: Actor, legal_basis: str, reason: str, counts: dict
+) -> ErasureReceipt:
     created_at = timezone.now()
     fields = {
         "tenant": tenant.slug,
@@ -265,16 +360,7 @@ def user_erase(*, end_user: EndUser, actor: Actor, legal_basis: str, reason: str
     )
     ErasureReceipt.objects.filter(pk=receipt.pk).update(created_at=created_at)
     receipt.created_at = created_at
-    audit_record(
-        tenant=tenant,
-        actor=actor,
-        action="gdpr.erasure",
-        target_type="erasure_receipt",
-        target_id=receipt.pk,
-        reason=legal_basis,
-        detail={"counts": counts, "receipt_hash": receipt.receipt_hash},
-    )
-    return Erasure(counts=counts, receipt=receipt)
+    return receipt
 
 
 def receipt_verify(receipt: ErasureReceipt) -> bool:

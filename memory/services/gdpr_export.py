@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import secrets
 import zipfile
 from datetime import datetime, timedelta
@@ -23,6 +24,7 @@ from django.utils import timezone
 from memory.models import EndUser, ExportJob, JobStatus
 from memory.services.audit import Actor, audit_record
 from memory.services.gdpr import user_export_data
+from memory.services.turns import end_user_write_lock
 
 log = logging.getLogger(__name__)
 UNFINISHED = (JobStatus.QUEUED, JobStatus.RUNNING)
@@ -39,7 +41,12 @@ class ExportUnavailable(Exception):
 
 @transaction.atomic
 def export_request(*, end_user: EndUser, actor: Actor, request_id: str = "") -> ExportJob:
-    """Queue a new export of everything held about `end_user`; the build starts after the transaction commits."""
+    """Queue a new export of everything held about `end_user`; the build starts after the transaction commits.
+
+    Takes the end user's write lock, so an erasure under way either sees the job (and deletes it) or refuses it:
+    raises EndUserClosed(erased=True) once the user is gone. A deactivated user may still be exported.
+    """
+    end_user_write_lock(end_user, inactive_ok=True)
     job = ExportJob.objects.create(tenant_id=end_user.tenant_id, end_user=end_user, requested_by=actor.label[:200])
     audit_record(
         tenant=end_user.tenant_id,
@@ -77,6 +84,8 @@ def export_build(*, job_id: int, now: datetime | None = None) -> ExportJob | Non
         _progress(job.pk, 40)
         summary = export_summary_html(data)
         _progress(job.pk, 70)
+        if not _still_wanted(job.pk):
+            return None  # cancelled (the user is being erased) or gone: write nothing
         path = _bundle_write(job, data, summary)
         _progress(job.pk, 90)
     except Exception as exc:  # any failure must end in a visible failed job, not a stuck one
@@ -86,7 +95,7 @@ def export_build(*, job_id: int, now: datetime | None = None) -> ExportJob | Non
         )
         return None
     finished = now or timezone.now()
-    ExportJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING).update(
+    recorded = ExportJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING, end_user__isnull=False).update(
         status=JobStatus.DONE,
         progress=100,
         file_path=str(path),
@@ -96,17 +105,32 @@ def export_build(*, job_id: int, now: datetime | None = None) -> ExportJob | Non
         finished_at=finished,
         expires_at=finished + timedelta(hours=settings.EXPORT_LINK_TTL_HOURS),
     )
+    if not recorded:
+        # Cancelled or erased while the bundle was written: no row points at the file, so nothing would ever
+        # delete it (an erasure may already have swept the folder); remove it here.
+        path.unlink(missing_ok=True)
+        return None
     job.refresh_from_db()
     return job
 
 
+def _still_wanted(job_id: int) -> bool:
+    """Whether the job is still running (an erasure cancels it, then deletes it) for an end user who still exists."""
+    return ExportJob.objects.filter(pk=job_id, status=JobStatus.RUNNING, end_user__isnull=False).exists()
+
+
 def _bundle_write(job: ExportJob, data: dict, summary: str) -> Path:
-    """Write the zip next to its final name, then rename it, so a half-written bundle is never served."""
+    """Write the zip next to its final name, then rename it, so a half-written bundle is never served.
+
+    The file is created readable by its owner only (0600) before any content is written: it is personal data.
+    """
     folder = Path(settings.EXPORT_DIR) / job.tenant.slug
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = folder / f"export-{job.pk}.zip"
     partial = path.with_suffix(".zip.part")
-    with zipfile.ZipFile(partial, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+    partial.unlink(missing_ok=True)  # O_CREAT keeps the mode of a file left behind by a dead worker
+    handle = os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
+    with handle, zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
         bundle.writestr("export.json", json.dumps(data, ensure_ascii=False, indent=2))
         bundle.writestr("export.html", summary)
     partial.replace(path)

@@ -74,7 +74,10 @@ def chat_reply_complete(
 
 
 def chat_reply_fail(*, reply: ChatReply, mode: str, error: str, usage: Usage) -> None:
-    """Mark a claimed reply failed with a message for the user; it keeps the user's message and stores no page."""
+    """Mark a claimed reply failed with a message for the user; it keeps the user's message and stores no page.
+
+    A reply erased meanwhile (with its end user) is left gone: the UPDATE simply matches no row.
+    """
     reply.status = ReplyStatus.FAILED
     reply.mode = mode
     reply.error = error[:2000]
@@ -82,6 +85,5 @@ def chat_reply_fail(*, reply: ChatReply, mode: str, error: str, usage: Usage) ->
     reply.prompt_tokens = usage.prompt_tokens
     reply.completion_tokens = usage.completion_tokens
     reply.completed_at = timezone.now()
-    reply.save(
-        update_fields=["status", "mode", "error", "llm_calls", "prompt_tokens", "completion_tokens", "completed_at"]
-    )
+    fields = ["status", "mode", "error", "llm_calls", "prompt_tokens", "completion_tokens", "completed_at"]
+    ChatReply.objects.filter(pk=reply.pk).update(**{name: getattr(reply, name) for name in fields})

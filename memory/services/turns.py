@@ -20,6 +20,35 @@ class InvalidTurn(ValueError):
     """The turn cannot be stored as given; the message says why."""
 
 
+class EndUserClosed(Exception):
+    """Nothing more may be stored about this end user: deactivated, or `erased` (being erased or already gone)."""
+
+    def __init__(self, *, erased: bool) -> None:
+        super().__init__("the end user has been erased" if erased else "the end user is deactivated")
+        self.erased = erased
+
+
+def end_user_write_lock(end_user: EndUser, *, inactive_ok: bool = False) -> None:
+    """Take the per-user write lock (a row lock on the end user) inside the caller's transaction, or refuse.
+
+    Every write about an end user takes this lock first and erasure takes it exclusively (FOR UPDATE) before it
+    deletes, so a write either commits before an erasure starts deleting or is refused once it has begun: one lock
+    order (end user, then memory spaces in id order) for every writer, so they cannot deadlock. Raises
+    EndUserClosed when the end user is gone, or deactivated unless `inactive_ok`.
+    """
+    state = EndUser.objects.select_for_update(no_key=True).filter(pk=end_user.pk).values_list("is_active", flat=True)
+    active = next(iter(state), None)
+    if active is None or not (active or inactive_ok):
+        raise EndUserClosed(erased=active is None)
+
+
+def end_user_closed_check(end_user: EndUser, *, inactive_ok: bool = False) -> None:
+    """Raise EndUserClosed when the end user has been erased (or deactivated, unless `inactive_ok`) since read."""
+    active = EndUser.objects.filter(pk=end_user.pk).values_list("is_active", flat=True).first()
+    if active is None or not (active or inactive_ok):
+        raise EndUserClosed(erased=active is None)
+
+
 @dataclass(frozen=True)
 class TurnRecorded:
     page: Page
@@ -64,9 +93,10 @@ def turn_record(
     `reply_source` is SYSTEM when the reply is text the system generated without a model (the offline reply):
     the transcript keeps it, memory never uses it.
 
-    Runs under a lock on the memory space, so concurrent turns of one pair get consecutive pages in arrival order
-    and STM never exceeds capacity. Evicted pages are handed to `stm_overflow_task` after commit (or dropped, with
-    an event, while the user has paused memory).
+    Runs under the end user's write lock and then a lock on the memory space, so concurrent turns of one pair get
+    consecutive pages in arrival order, STM never exceeds capacity, and an erasure under way refuses the turn
+    (EndUserClosed) rather than racing it. Evicted pages are handed to `stm_overflow_task` after commit (or
+    dropped, with an event, while the user has paused memory).
     """
     if not end_user.is_active:
         raise InvalidTurn("the end user is deactivated")
@@ -75,8 +105,9 @@ def turn_record(
     _checked_text("user_message", user_message)
     _checked_text("assistant_reply", assistant_reply)
     at = at or timezone.now()
-    space = space_get_or_create(end_user=end_user, assistant=assistant)
     with transaction.atomic():
+        end_user_write_lock(end_user)
+        space = space_get_or_create(end_user=end_user, assistant=assistant)
         space = MemorySpace.objects.select_for_update().get(pk=space.pk)
         page = Page.objects.create(
             space=space,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from django.core.cache import cache
 
 from tests.api.conftest import client_for, error_of, make_token
@@ -103,3 +104,21 @@ def test_a_body_past_the_upload_limit_is_a_structured_413(api, tenant, settings)
 
     assert response.status_code == 413
     assert error_of(response)["code"] == "payload_too_large"
+
+
+@pytest.mark.parametrize("depth", [33, 100_000])
+def test_a_deeply_nested_body_is_a_structured_400(api, tenant, depth):
+    body = b'{"user": "alice", "assistant": "ava", "query": ' + b"[" * depth + b"]" * depth + b"}"
+
+    response = api.post("/api/v1/retrieve/", body, content_type="application/json")
+
+    assert response.status_code == 400
+    assert error_of(response)["code"] == "parse_error" and "nested" in error_of(response)["message"]
+
+
+def test_a_body_nested_within_the_bound_is_parsed(api, tenant):
+    body = b'{"user": "alice", "assistant": "ava", "query": ' + b"[" * 30 + b"]" * 30 + b"}"
+
+    response = api.post("/api/v1/retrieve/", body, content_type="application/json")
+
+    assert response.status_code == 400 and "query" in error_of(response)["fields"]

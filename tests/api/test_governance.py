@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import zipfile
+from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 
 from memory.models import AuditEntry, EndUser, ErasureReceipt, ExportJob, JobStatus, Page
@@ -100,17 +102,38 @@ def test_dry_run_is_the_default(api, memory):
 # --- Exports ----------------------------------------------------------------------------------------------------
 
 
-def test_get_starts_an_export_then_answers_it(api, alice, django_capture_on_commit_callbacks):
+def test_get_without_an_export_is_404_and_starts_nothing(api, alice):
+    response = api.get("/api/v1/users/alice/export/")
+
+    assert response.status_code == 404 and error_of(response)["code"] == "not_found"
+    assert not ExportJob.objects.exists() and not AuditEntry.objects.filter(action="gdpr.export").exists()
+
+
+def test_post_starts_an_export_and_get_answers_it_without_starting_another(
+    api, alice, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=False):
-        started = api.get("/api/v1/users/alice/export/")
+        started = api.post("/api/v1/users/alice/export/")
 
     assert started.status_code == 202
     job = started.json()
     assert (job["user"], job["status"], job["download_url"]) == ("alice", "queued", None)
     again = api.get("/api/v1/users/alice/export/")
-    assert again.status_code == 202 and again.json()["id"] == job["id"]
+    assert again.status_code == 200 and again.json()["id"] == job["id"] and again.json()["download_url"] is None
     assert ExportJob.objects.count() == 1
     assert AuditEntry.objects.get(action="gdpr.export").actor_kind == "api_token"
+
+
+@pytest.mark.parametrize("state", [JobStatus.RUNNING, JobStatus.FAILED])
+def test_a_stuck_or_failed_export_is_not_reported_as_ready(api, alice, django_capture_on_commit_callbacks, state):
+    with django_capture_on_commit_callbacks(execute=False):
+        job_id = api.post("/api/v1/users/alice/export/").json()["id"]
+    ExportJob.objects.filter(pk=job_id).update(status=state, progress=5)
+
+    latest = api.get("/api/v1/users/alice/export/").json()
+
+    assert (latest["id"], latest["status"], latest["download_url"]) == (job_id, state, None)
+    assert ExportJob.objects.count() == 1
 
 
 def test_a_finished_export_is_answered_with_its_download_link(api, alice, django_capture_on_commit_callbacks):
@@ -146,15 +169,25 @@ def test_an_unfinished_export_cannot_be_downloaded(api, alice, django_capture_on
     assert error_of(response)["code"] == "not_ready"
 
 
-def test_an_expired_export_is_gone_and_a_get_starts_a_new_one(api, alice, django_capture_on_commit_callbacks):
+def test_an_expired_export_is_gone_and_a_get_reports_it_without_starting_another(
+    api, alice, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=False):
         job_id = api.post("/api/v1/users/alice/export/").json()["id"]
     export_build(job_id=job_id)
     ExportJob.objects.filter(pk=job_id).update(status=JobStatus.EXPIRED)
 
     gone = api.get(f"/api/v1/exports/{job_id}/download/")
-    with django_capture_on_commit_callbacks(execute=False):
-        fresh = api.get("/api/v1/users/alice/export/")
+    latest = api.get("/api/v1/users/alice/export/")
 
     assert gone.status_code == 410 and error_of(gone)["code"] == "gone"
-    assert fresh.status_code == 202 and fresh.json()["id"] != job_id
+    assert latest.status_code == 200 and latest.json()["id"] == job_id and latest.json()["download_url"] is None
+    assert ExportJob.objects.count() == 1
+
+
+def test_a_done_export_past_its_expiry_has_no_download_link(api, alice, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        job_id = api.post("/api/v1/users/alice/export/").json()["id"]
+    ExportJob.objects.filter(pk=job_id).update(expires_at=timezone.now() - timedelta(minutes=1))
+
+    assert api.get("/api/v1/users/alice/export/").json()["download_url"] is None

@@ -44,12 +44,18 @@ def chromium():
 
 @pytest.fixture
 def page(chromium, live_server):
-    """A fresh browser context (own cookies) on the live server; `page.goto(path)` takes paths."""
+    """A fresh browser context (own cookies) on the live server; `page.goto(path)` takes paths.
+
+    Fails the test if the browser reports anything the Content-Security-Policy blocked.
+    """
     context = chromium.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     context.set_default_timeout(15_000)
     tab = context.new_page()
+    blocked: list[str] = []
+    tab.on("console", lambda message: blocked.append(message.text) if "Content Security Policy" in message.text else 0)
     yield tab
     context.close()
+    assert blocked == [], blocked
 
 
 @pytest.fixture

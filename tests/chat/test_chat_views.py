@@ -180,3 +180,24 @@ def test_the_chat_page_costs_the_same_queries_however_long_the_conversation(
 
 def test_the_send_url_answers_only_post(logged_in):
     assert logged_in.get("/chat/ava/send/").status_code == 405
+
+
+def test_a_message_whose_sender_is_erased_meanwhile_is_refused_and_nothing_is_kept(
+    offline, logged_in, alice, monkeypatch
+):
+    from chat import services
+    from memory.services.audit import Actor
+    from memory.services.gdpr import user_erase
+
+    reply = services.offline_reply
+
+    def erase_meanwhile(**kwargs) -> str:
+        user_erase(end_user=alice, actor=Actor.system("test"), legal_basis="GDPR Art. 17", dry_run=False)
+        return reply(**kwargs)
+
+    monkeypatch.setattr(services, "offline_reply", erase_meanwhile)
+
+    response = post_message(logged_in, "Hello Ava")
+
+    assert response.status_code == 410 and "nothing more is stored" in response.content.decode()
+    assert not Page.objects.exists() and not ChatReply.objects.exists()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.utils import timezone
 
+from dashboard.views.audit import csv_cell
 from memory.models import AuditEntry
 from memory.services.audit import Actor
 from memory.services.governance import memory_flag_set, memory_read_record
@@ -125,3 +127,61 @@ def test_another_tenants_audit_is_404(client, other_operator, trail):
     assert client.get(URL).status_code == 404
     assert client.get("/console/globex/audit/").status_code == 200
     assert AuditEntry.objects.filter(tenant__slug="globex").count() == 0
+
+
+def _csv(response) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+
+
+def test_a_superscript_digit_in_the_user_filter_is_a_search_not_a_crash(client, dpo_user, trail):
+    client.force_login(dpo_user)
+
+    response = client.get(URL, {"user": "²"})
+
+    assert response.status_code == 200 and _rows(response) == []
+
+
+def test_csv_cells_that_start_like_a_formula_are_neutralised(client, dpo_user, alice, trail):
+    from memory.models import KnowledgeEntry
+
+    fact = KnowledgeEntry.objects.filter(end_user=alice).first()
+    actor = Actor("end_user", str(alice.pk), "alice")
+    for i, reason in enumerate(['=HYPERLINK("http://evil.example","x")', "+1", "-1", "@SUM(A1)"]):
+        memory_flag_set(item=fact, flag="pinned", value=bool(i % 2), actor=actor, reason=reason)
+    client.force_login(dpo_user)
+
+    rows = _csv(client.get("/console/acme/audit.csv", {"actor": "alice"}))
+
+    assert sorted(r["reason"] for r in rows) == sorted(
+        ['\'=HYPERLINK("http://evil.example","x")', "'+1", "'-1", "'@SUM(A1)"]
+    )
+
+
+def test_csv_cells_that_start_with_a_tab_or_carriage_return_are_neutralised_too():
+    assert [csv_cell(v) for v in ["\tx", "\rx", "plain", 7]] == ["'\tx", "'\rx", "plain", 7]
+
+
+def test_the_csv_detail_column_is_json(client, dpo_user, trail):
+    client.force_login(dpo_user)
+
+    rows = _csv(client.get("/console/acme/audit.csv", {"action": "memory.read"}))
+
+    assert rows and all(json.loads(r["detail"])["what"] == "user memory page" for r in rows)
+
+
+@pytest.mark.parametrize("dates", [{"since": "2024-02-30"}, {"since": "2024-03-02", "until": "2024-03-01"}])
+def test_an_invalid_date_is_a_form_error_that_keeps_the_other_filters(client, dpo_user, trail, dates):
+    client.force_login(dpo_user)
+
+    response = client.get(URL, {"user": "alice", **dates})
+
+    assert response.status_code == 200 and response.context["form"].errors
+    assert _rows(response) and {e.end_user.external_id for e in _rows(response)} == {"alice"}
+
+
+def test_the_csv_with_an_invalid_filter_answers_400_rather_than_the_whole_log(client, dpo_user, trail):
+    client.force_login(dpo_user)
+
+    response = client.get("/console/acme/audit.csv", {"user": "alice", "since": "2024-02-30"})
+
+    assert response.status_code == 400 and b"since" in response.content

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import stat
 import zipfile
 from datetime import timedelta
 from pathlib import Path
@@ -13,8 +14,11 @@ import pytest
 from django.utils import timezone
 
 from memory.models import AuditEntry, EndUser, ErasureReceipt, ExportJob, JobStatus
+from memory.services import gdpr_export
 from memory.services.audit import Actor
+from memory.services.gdpr import user_erase
 from memory.services.gdpr_export import export_build, export_request, exports_expire
+from memory.services.turns import EndUserClosed
 from memory.tasks import export_build_task
 from tests import builders
 from tests.dashboard.conftest import HX
@@ -224,3 +228,63 @@ def test_the_link_lives_as_long_as_the_setting_says(settings, alice, dpo_user):
     job = export_build(job_id=export_request(end_user=alice, actor=Actor.operator(dpo_user)).pk)
 
     assert job.expires_at - job.finished_at == timedelta(hours=2)
+
+
+def test_export_files_are_readable_by_their_owner_only(alice, alice_space, dpo_user, export_dir):
+    job = export_build(job_id=export_request(end_user=alice, actor=Actor.operator(dpo_user)).pk)
+
+    assert stat.S_IMODE(Path(job.file_path).stat().st_mode) == 0o600
+
+
+def test_an_erasure_during_a_running_export_leaves_no_file(alice, alice_space, dpo_user, export_dir, monkeypatch):
+    job = export_request(end_user=alice, actor=Actor.operator(dpo_user))
+    summary = gdpr_export.export_summary_html
+
+    def erase_meanwhile(data: dict) -> str:
+        user_erase(end_user=alice, actor=Actor.operator(dpo_user), legal_basis="GDPR Art. 17", dry_run=False)
+        return summary(data)
+
+    monkeypatch.setattr("memory.services.gdpr_export.export_summary_html", erase_meanwhile)
+
+    assert export_build(job_id=job.pk) is None
+    assert not ExportJob.objects.exists() and list(export_dir.rglob("*.zip*")) == []
+
+
+def test_a_bundle_written_just_before_the_erasure_lands_is_removed(
+    alice, alice_space, dpo_user, export_dir, monkeypatch
+):
+    job = export_request(end_user=alice, actor=Actor.operator(dpo_user))
+    write = gdpr_export._bundle_write
+
+    def write_then_erase(*args) -> Path:
+        path = write(*args)
+        user_erase(end_user=alice, actor=Actor.operator(dpo_user), legal_basis="GDPR Art. 17", dry_run=False)
+        return path
+
+    monkeypatch.setattr("memory.services.gdpr_export._bundle_write", write_then_erase)
+
+    assert export_build(job_id=job.pk) is None
+    assert list(export_dir.rglob("*.zip*")) == []
+
+
+def test_the_erasure_deletes_the_files_of_finished_exports(
+    alice, alice_space, dpo_user, export_dir, django_capture_on_commit_callbacks
+):
+    export_build(job_id=export_request(end_user=alice, actor=Actor.operator(dpo_user)).pk)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        user_erase(end_user=alice, actor=Actor.operator(dpo_user), legal_basis="GDPR Art. 17", dry_run=False)
+
+    assert list(export_dir.rglob("*.zip*")) == []
+
+
+def test_an_export_of_an_erased_user_is_refused_in_words(client, dpo_user, alice, alice_space, monkeypatch):
+    def erased(**kwargs):
+        raise EndUserClosed(erased=True)
+
+    monkeypatch.setattr("dashboard.views.gdpr.export_request", erased)
+    client.force_login(dpo_user)
+
+    response = client.post(f"/console/acme/users/{alice.pk}/export/", follow=True)
+
+    assert response.status_code == 200 and "has just been erased" in response.content.decode()

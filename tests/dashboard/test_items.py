@@ -21,7 +21,8 @@ def test_a_segment_shows_its_pages_by_chain_its_heat_plot_and_what_it_taught(cli
     )
     assert detail.samples and detail.knowledge
     body = response.content.decode()
-    assert 'id="segment-heat"' in body and "Plotly.newPlot" in body and "promotion" in body
+    assert 'id="segment-heat"' in body and 'data-plotly-for="segment-heat"' in body and "js/plots.js" in body
+    assert "promotion" in body
     assert segment.summary in body
     assert AuditEntry.objects.filter(action="memory.read", target_type="segment", target_id=segment.pk).exists()
 

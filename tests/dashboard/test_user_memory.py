@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from memory.models import AuditEntry, Segment
 from memory.services.tenancy import assistant_create
 from tests import builders
@@ -89,3 +91,16 @@ def test_another_tenants_user_is_404(client, agent_user, stranger):
 
     assert client.get(url(stranger)).status_code == 404
     assert client.get("/console/globex/users/").status_code == 404
+
+
+def test_a_segment_summary_with_markup_is_a_plain_label_in_the_heat_chart(client, agent_user, alice, alice_space):
+    builders.segment(alice_space, summary='<a href="//e.x">hi</a></script>', n_visit=3)
+    client.force_login(agent_user)
+
+    body = client.get(url(alice)).content.decode()
+
+    start = body.index('data-plotly-for="user-heat"')
+    chart = body[start : body.index("</script>", start)].lower()
+    figure = json.loads(chart[chart.index(">") + 1 :])
+    assert "hi" in chart and "<a href" not in chart and "\\u003ca href" not in chart
+    assert any(label.endswith('&lt;a href="//e.x"&gt;hi&lt;/a&gt;&lt;/script&gt;') for label in figure["data"][0]["y"])

@@ -60,6 +60,15 @@ def test_it_finds_a_user_by_their_id(client, agent_user, alice, bob):
     assert [r.pk for r in rows] == [bob.pk]
 
 
+@pytest.mark.parametrize("query", ["²", "٣", "9" * 40])
+def test_a_query_that_only_looks_numeric_is_searched_as_text(client, agent_user, alice, query):
+    client.force_login(agent_user)
+
+    response = client.get(URL, {"q": query})
+
+    assert response.status_code == 200 and list(response.context["page"].object_list) == []
+
+
 def test_other_tenants_users_are_never_listed(client, agent_user, alice, stranger):
     client.force_login(agent_user)
 

@@ -84,3 +84,11 @@ def test_password_change_refuses_a_wrong_old_password(client, alice):
     assert "old password was entered incorrectly" in response.content.decode()
     alice.account.refresh_from_db()
     assert alice.account.check_password(PASSWORD)
+
+
+def test_every_page_sends_a_content_security_policy_allowing_only_the_site_itself(client):
+    policy = client.get("/accounts/login/")["Content-Security-Policy"]
+
+    directives = dict(d.strip().split(" ", 1) for d in policy.split(";") if d.strip())
+    assert directives["default-src"] == "'self'" and directives["script-src"] == "'self'"
+    assert directives["frame-ancestors"] == "'none'" and directives["object-src"] == "'none'"

@@ -82,3 +82,14 @@ def test_serve_answers_the_login_page_and_ctrl_c_stops_web_and_worker(db, tmp_pa
     assert "Stopped the web server and the worker." in output
     assert "worker | " in output and "web    | " in output
     assert not answers("127.0.0.1", port), "the web server still answers after serve stopped"
+
+
+def test_a_port_in_superscript_digits_is_refused_in_words(monkeypatch):
+    from django.core.management import CommandError
+
+    from memoryos_site.management.commands.serve import port_from_env
+
+    monkeypatch.setenv("PORT", "8²")
+
+    with pytest.raises(CommandError, match="PORT must be a port number"):
+        port_from_env()

@@ -32,7 +32,7 @@ WORKER_READY = re.compile(r"celery@\S+ ready\.")
 
 def port_from_env() -> int:
     raw = os.environ.get("PORT", "") or "8000"
-    if not raw.isdigit() or not 0 < int(raw) < 65536:
+    if not (raw.isascii() and raw.isdigit()) or not 0 < int(raw) < 65536:
         raise CommandError(f"PORT must be a port number from 1 to 65535, not {raw!r}")
     return int(raw)
 
