@@ -23,6 +23,7 @@ REDACTED = "[forgotten]"
 QUOTE_MARKS = frozenset("\"'`“”‘’«»„‚")
 JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([nrtbf\"\\/]))")
 ESCAPED = {"n": " ", "r": " ", "t": " ", "b": " ", "f": " ", '"': "'", "\\": "\\", "/": "/"}
+SENTENCE_END = ".!?;: "  # a copy may leave out a sentence's closing punctuation: "You like kiwis — you told me…"
 CUT_BEFORE_ELLIPSIS = " ,;:-–—"  # what trimming strips before it appends "…" (memory.text.trim)
 WORD = re.compile(r"[^\W_]+")
 
@@ -124,8 +125,8 @@ def _folded_spans(text: str, quote_text: str) -> Iterable[tuple[int, int]]:
         ):
             matched += 1
         end = start + matched
-        if matched == len(quote_text) or end == len(text):
-            yield start, end
+        if matched == len(quote_text) or end == len(text) or not quote_text[matched:].strip(SENTENCE_END):
+            yield start, end  # whole, cut at the text's end, or whole but for its closing punctuation
         else:
             cut = _after_ellipsis(text, end)
             if cut is not None:

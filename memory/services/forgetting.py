@@ -433,12 +433,22 @@ def _plan_records(plan: ForgetPlan, page_ids: set[int], pages: list[Page]) -> No
 def _answer_holds(response, page_ids: set[int], quotes: list[Quote]) -> bool:
     """Whether a stored answer names a forgotten page or quotes its text anywhere in its JSON."""
     if isinstance(response, dict):
-        if response.get("page_id") in page_ids:
+        if _names_page(response, page_ids):
             return True
         return any(_answer_holds(v, page_ids, quotes) for v in response.values())
     if isinstance(response, list):
         return any(_answer_holds(v, page_ids, quotes) for v in response)
     return isinstance(response, str) and quotes_any(response, quotes)
+
+
+def _names_page(response: dict, page_ids: set[int]) -> bool:
+    """Whether an answer is the forgotten page's own, or says it used the page (a reply may restate it in words no
+    quote finds: "You like kiwis — you told me on 22 Nov.")."""
+    used = response.get("memory_used") if isinstance(response.get("memory_used"), dict) else {}
+    named = {response.get("page_id")}
+    named |= {p.get("id") for p in used.get("pages", []) if isinstance(p, dict)}
+    named |= {i for key in ("short_term_page_ids", "pinned_page_ids") for i in used.get(key, []) or []}
+    return bool(named & page_ids)
 
 
 def _plan_audit(plan: ForgetPlan, removed_texts: list[str]) -> None:

@@ -44,3 +44,11 @@ def test_short_sentences_are_too_common_to_count_as_quotes():
 def test_the_anchor_is_a_plain_word_every_copy_keeps():
     assert quote(SAID).anchor == "moved"
     assert quote("Zürich Håkon Ödön and friends came along to the lake").anchor == "and"
+
+
+def test_a_copy_without_the_closing_punctuation_is_still_a_copy():
+    told = quote("You moved to Zürich with your partner Håkon.")
+
+    assert redact("You moved to Zurich with your partner Hakon — you told me on 22 Nov.", [told]) == (
+        "[forgotten] — you told me on 22 Nov."
+    )
