@@ -118,10 +118,8 @@ def _job_response(job: ExportJob, request, code: int | None = None) -> Response:
 
 
 def _usable(job: ExportJob | None) -> bool:
-    """A job worth answering with: queued, running, or done with a link that has not expired."""
-    if job is None or job.status in (JobStatus.FAILED, JobStatus.EXPIRED):
-        return False
-    return not (job.status == JobStatus.DONE and job.expires_at and job.expires_at <= timezone.now())
+    """A job worth answering with (ExportJob.usable_at: a stuck one, whose worker died, is not)."""
+    return job is not None and job.usable_at(timezone.now())
 
 
 class UserExportView(ApiView):
