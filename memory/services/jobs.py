@@ -160,6 +160,9 @@ def _placements_requeue(now: datetime) -> int:
         .values_list("space_id", "newest")
     )
     rows = list(newest)
+    pending_spaces = Page.objects.filter(tier=Tier.MID_TERM, segment__isnull=True).values("space_id")
+    # A dead holder's claim on a space with nothing left to place (its pages placed since, or the space erased)
+    JobLease.objects.filter(kind=JobKind.PLACEMENT, lease_until__lt=now).exclude(target_id__in=pending_spaces).delete()
     for space_id, page_id in rows:
         _requeued(JobKind.PLACEMENT, space_id, now)
         transaction.on_commit(lambda page_id=page_id: stm_overflow_task.delay(page_id))

@@ -161,3 +161,10 @@ def test_an_export_that_keeps_killing_its_worker_fails_for_good(alice, dpo_user,
 
     job.refresh_from_db()
     assert job.status == JobStatus.FAILED and "interrupted 3 times" in job.error
+
+
+def test_the_sweep_forgets_a_dead_claim_on_a_space_with_nothing_left_to_place(space, settings):
+    job_claim(kind=JobKind.PLACEMENT, target_id=space.id)  # its worker died; the space was erased since
+
+    assert jobs_requeue(now=later(settings))[JobKind.PLACEMENT] == 0
+    assert not JobLease.objects.exists()
