@@ -16,6 +16,7 @@ from memory.models import (
     ErasureReceipt,
     ExportJob,
     HeatSample,
+    JobStatus,
     KnowledgeEntry,
     Page,
     ProfileVersion,
@@ -430,6 +431,7 @@ class ErasureOut(serializers.Serializer):
 
 class ExportJobOut(serializers.ModelSerializer):
     user = serializers.CharField(source="end_user.external_id", allow_null=True, default=None)
+    status = serializers.SerializerMethodField()
     download_url = serializers.SerializerMethodField()
 
     class Meta:
@@ -447,6 +449,11 @@ class ExportJobOut(serializers.ModelSerializer):
             "expires_at",
             "download_url",
         ]
+
+    @extend_schema_field(serializers.ChoiceField(choices=JobStatus.choices))
+    def get_status(self, job: ExportJob) -> str:
+        """ "retrying" for a running job whose worker stopped renewing its lease: never shown as running."""
+        return job.live_status.value
 
     @extend_schema_field(serializers.URLField(allow_null=True))
     def get_download_url(self, job: ExportJob) -> str | None:

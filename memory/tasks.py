@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 from celery import shared_task
-from django.utils import timezone
 
 from memory.embeddings import EmbeddingUnavailable
 from memory.services.forgetting import profile_rederive
 from memory.services.gdpr_export import export_build, exports_expire
+from memory.services.jobs import RETRY_DELAYS, jobs_requeue
 from memory.services.promotion import segment_promote
-from memory.services.updating import pages_place, pending_pages_requeue
+from memory.services.updating import pages_place
 from memory.step_types import StepFailed
 
 log = logging.getLogger(__name__)
-RETRY_DELAYS = (10, 60, 300, 900, 3600)
 
 
 def _retry_later(task, exc: Exception):
@@ -49,9 +47,9 @@ def segment_promote_task(self, segment_id: int) -> None:
 
 
 @shared_task(acks_late=True)
-def pending_pages_sweep_task(older_than_seconds: int = 600) -> int:
-    """Requeue placement for pages still pending after a while (a worker died, or retries ran out)."""
-    return pending_pages_requeue(before=timezone.now() - timedelta(seconds=older_than_seconds))
+def jobs_requeue_task() -> dict[str, int]:
+    """Queue again placements, promotions and exports whose worker died or whose message was lost (beat, 1 min)."""
+    return jobs_requeue()
 
 
 @shared_task(acks_late=True)

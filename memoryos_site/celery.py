@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 
 from celery import Celery, signals
@@ -23,3 +24,31 @@ def embedded_database_start(**kwargs: object) -> None:
 
     if settings.EMBEDDED_DATABASE:
         embedded_server_ensure(settings.EMBEDDED_PGDATA)
+
+
+# kombu's SQLAlchemy transport hides a message once a worker fetches it and never shows it again, even when the
+# worker dies: delivery is at most once. The database's job state makes up for that (memory.services.jobs), so a
+# delivered row is dead weight; it is deleted a minute after delivery.
+DELIVERED_KEPT = datetime.timedelta(minutes=1)
+
+
+@app.task(name="memoryos_site.celery.broker_messages_delete_task", acks_late=True)
+def broker_messages_delete_task() -> int:
+    """Delete the database broker's delivered messages (beat, every minute); Redis deletes them itself."""
+    return broker_messages_delete(before=datetime.datetime.now() - DELIVERED_KEPT)
+
+
+def broker_messages_delete(*, before: datetime.datetime) -> int:
+    """Delete messages the SQLAlchemy transport delivered before `before` (naive local time, as kombu writes it)."""
+    if not app.conf.broker_url.startswith("sqla+"):
+        return 0
+    with app.connection_for_write() as conn:
+        channel = conn.default_channel
+        message = channel.message_cls
+        deleted = (
+            channel.session.query(message)
+            .filter(message.visible.is_(False), message.sent_at < before)
+            .delete(synchronize_session=False)
+        )
+        channel.session.commit()
+    return deleted

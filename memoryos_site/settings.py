@@ -201,8 +201,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     {} if CELERY_BROKER_URL.startswith("sqla+") else {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
 )
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+# Every background job keeps its state and a lease in the database (memory.services.jobs): a worker renews its
+# lease every third of JOB_LEASE_SECONDS; a minute's sweep queues again whatever a dead worker left behind.
+JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 60)
+if JOB_LEASE_SECONDS < 3:
+    raise ImproperlyConfigured("JOB_LEASE_SECONDS must be at least 3")
 CELERY_BEAT_SCHEDULE: dict = {
-    "requeue-pending-pages": {"task": "memory.tasks.pending_pages_sweep_task", "schedule": 300.0},
+    "requeue-stuck-jobs": {"task": "memory.tasks.jobs_requeue_task", "schedule": 60.0},
+    "delete-delivered-broker-messages": {"task": "memoryos_site.celery.broker_messages_delete_task", "schedule": 60.0},
     "expire-exports": {"task": "memory.tasks.exports_expire_task", "schedule": 3600.0},
 }
 

@@ -8,6 +8,8 @@ from memory.models.integration import (
     ErasureReceipt,
     ExportJob,
     IdempotentRequest,
+    JobKind,
+    JobLease,
     JobStatus,
     ReplyStatus,
 )
@@ -26,6 +28,8 @@ __all__ = [
     "ExportJob",
     "HeatSample",
     "IdempotentRequest",
+    "JobKind",
+    "JobLease",
     "JobStatus",
     "KnowledgeEntry",
     "Membership",

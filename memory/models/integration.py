@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
+from django.utils import timezone
 
 from memory.models.tenancy import EndUser, MemorySpace, Tenant
 from memory.models.tiers import Page
@@ -86,6 +89,7 @@ class JobStatus(models.TextChoices):
     DONE = "done", "Ready"
     FAILED = "failed", "Failed"
     EXPIRED = "expired", "Expired"
+    RETRYING = "retrying", "Retrying"  # its worker died mid-build; the sweep queued it again
 
 
 class ExportJob(models.Model):
@@ -104,6 +108,56 @@ class ExportJob(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
+    # While queued: when the sweep queues it again if no worker took it; while running: the worker's lease,
+    # renewed by each progress report. `attempts` counts claims and fences a stale worker's writes.
+    lease_until = models.DateTimeField(null=True, blank=True)
+    attempts = models.IntegerField(default=0)
+
+    def status_at(self, now: datetime) -> str:
+        """The status to show: a running job whose worker stopped renewing its lease is retrying, not running."""
+        if self.status == JobStatus.RUNNING and self.lease_until is not None and self.lease_until < now:
+            return JobStatus.RETRYING
+        return self.status
+
+    @property
+    def live_status(self) -> JobStatus:
+        """status_at(now), for templates and serializers."""
+        return JobStatus(self.status_at(timezone.now()))
+
+    def usable_at(self, now: datetime) -> bool:
+        """Worth answering with: queued, retrying, running under a live lease, or done with a link still valid.
+
+        A running job whose lease expired is stuck (its worker died): never usable, whatever its progress says.
+        """
+        if self.status in (JobStatus.FAILED, JobStatus.EXPIRED) or self.status_at(now) != self.status:
+            return False
+        return not (self.status == JobStatus.DONE and self.expires_at and self.expires_at <= now)
+
+
+class JobKind(models.TextChoices):
+    PLACEMENT = "placement", "Page placement"  # target: a memory space with evicted pages to place
+    PROMOTION = "promotion", "Promotion"  # target: a hot segment with unanalysed pages
+
+
+class JobLease(models.Model):
+    """The durable state of one background memory job, so that a dead worker loses nothing.
+
+    A row exists while the job is due or running. `token` is empty while nobody holds it (any task may claim it);
+    `lease_until` is then when the sweep queues it again (a grace for its message, or a retry's back-off), and
+    while claimed the end of the worker's lease, renewed as it works. `rerun` asks the holder to run once more.
+    """
+
+    kind = models.CharField(max_length=10, choices=JobKind.choices)
+    target_id = models.BigIntegerField()
+    token = models.CharField(max_length=32, blank=True)
+    lease_until = models.DateTimeField()
+    attempts = models.IntegerField(default=0)
+    rerun = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "target_id"], name="joblease_one_per_target")]
+        indexes = [models.Index(fields=["lease_until"], name="joblease_lease_until")]
 
 
 class ErasureReceipt(models.Model):

@@ -279,7 +279,10 @@ def _close(end_user: EndUser) -> None:
     with transaction.atomic():
         EndUser.objects.filter(pk=end_user.pk).update(is_active=False)
         ExportJob.objects.filter(end_user=end_user, status__in=(JobStatus.QUEUED, JobStatus.RUNNING)).update(
-            status=JobStatus.FAILED, error="cancelled: the end user is being erased", finished_at=timezone.now()
+            status=JobStatus.FAILED,
+            error="cancelled: the end user is being erased",
+            finished_at=timezone.now(),
+            lease_until=None,
         )
 
 
@@ -295,7 +298,7 @@ def _export_files(end_user: EndUser) -> list[Path]:
     folder = Path(settings.EXPORT_DIR) / end_user.tenant.slug
     files = [Path(p) for _, p in jobs if p]
     for job_id, _ in jobs:
-        files += [folder / f"export-{job_id}.zip", folder / f"export-{job_id}.zip.part"]
+        files += [folder / f"export-{job_id}.zip", *folder.glob(f"export-{job_id}.zip.*part")]  # each attempt's
     return files
 
 

@@ -18,16 +18,17 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Q
 from django.template import Context, Engine
 from django.utils import timezone
 
 from memory.models import EndUser, ExportJob, JobStatus
 from memory.services.audit import Actor, audit_record
 from memory.services.gdpr import user_export_data
+from memory.services.jobs import lease_end, lease_kept
 from memory.services.turns import end_user_write_lock
 
 log = logging.getLogger(__name__)
-UNFINISHED = (JobStatus.QUEUED, JobStatus.RUNNING)
 
 
 class ExportUnavailable(Exception):
@@ -47,7 +48,12 @@ def export_request(*, end_user: EndUser, actor: Actor, request_id: str = "") -> 
     raises EndUserClosed(erased=True) once the user is gone. A deactivated user may still be exported.
     """
     end_user_write_lock(end_user, inactive_ok=True)
-    job = ExportJob.objects.create(tenant_id=end_user.tenant_id, end_user=end_user, requested_by=actor.label[:200])
+    job = ExportJob.objects.create(
+        tenant_id=end_user.tenant_id,
+        end_user=end_user,
+        requested_by=actor.label[:200],
+        lease_until=lease_end(timezone.now()),  # the sweep queues it again if no worker has taken it by then
+    )
     audit_record(
         tenant=end_user.tenant_id,
         actor=actor,
@@ -64,38 +70,56 @@ def export_request(*, end_user: EndUser, actor: Actor, request_id: str = "") -> 
     return job
 
 
-def _progress(job_id: int, percent: int) -> None:
-    ExportJob.objects.filter(pk=job_id, status=JobStatus.RUNNING).update(progress=percent)
+def _export_claim(job_id: int, now: datetime) -> int | None:
+    """Claim a queued or retrying job, or a running one whose worker's lease expired; returns the attempt number.
+
+    The attempt fences every later write: a worker whose job was taken over (its lease ran out) writes nothing.
+    """
+    claimable = Q(status__in=(JobStatus.QUEUED, JobStatus.RETRYING)) | Q(status=JobStatus.RUNNING, lease_until__lt=now)
+    claimed = (
+        ExportJob.objects.filter(pk=job_id)
+        .filter(claimable)
+        .update(status=JobStatus.RUNNING, progress=5, attempts=F("attempts") + 1, lease_until=lease_end(now))
+    )
+    if not claimed:
+        return None
+    return ExportJob.objects.filter(pk=job_id).values_list("attempts", flat=True).first()
+
+
+def _progress(job_id: int, attempt: int, percent: int | None = None) -> bool:
+    """Report progress, which renews the lease (the heartbeat); False once another worker took the job over."""
+    fields: dict = {"lease_until": lease_end(timezone.now())}
+    if percent is not None:
+        fields["progress"] = percent
+    return bool(ExportJob.objects.filter(pk=job_id, status=JobStatus.RUNNING, attempts=attempt).update(**fields))
 
 
 def export_build(*, job_id: int, now: datetime | None = None) -> ExportJob | None:
     """Build the bundle of one queued job: export.json + export.html in a zip under EXPORT_DIR, with its sha256.
 
-    Idempotent: a job that is done, failed, expired or gone is skipped (returns None); a job left running by a
-    worker that died is built again. A failure marks the job failed with the error; the DPO can request another.
+    Idempotent: a job that is done, failed, expired, gone or running under another worker's live lease is skipped
+    (returns None); a job whose worker died (its lease expired) is built again, by one worker only. A failure
+    marks the job failed with the error; the DPO can request another.
     """
-    if not ExportJob.objects.filter(pk=job_id, status__in=UNFINISHED).update(status=JobStatus.RUNNING, progress=5):
+    attempt = _export_claim(job_id, timezone.now())
+    if attempt is None:
         return None
     job = ExportJob.objects.select_related("end_user", "tenant").get(pk=job_id)
     try:
-        if job.end_user is None:
-            raise ValueError("the end user of this export no longer exists")
-        data = user_export_data(end_user=job.end_user)
-        _progress(job.pk, 40)
-        summary = export_summary_html(data)
-        _progress(job.pk, 70)
-        if not _still_wanted(job.pk):
-            return None  # cancelled (the user is being erased) or gone: write nothing
-        path = _bundle_write(job, data, summary)
-        _progress(job.pk, 90)
+        with lease_kept(lambda: _progress(job.pk, attempt)):
+            path = _export_write(job, attempt)
     except Exception as exc:  # any failure must end in a visible failed job, not a stuck one
         log.exception("export %s failed", job_id)
-        ExportJob.objects.filter(pk=job.pk).update(
-            status=JobStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now()
+        ExportJob.objects.filter(pk=job.pk, attempts=attempt).update(
+            status=JobStatus.FAILED, error=str(exc)[:2000], finished_at=timezone.now(), lease_until=None
         )
         return None
+    if path is None:
+        return None
     finished = now or timezone.now()
-    recorded = ExportJob.objects.filter(pk=job.pk, status=JobStatus.RUNNING, end_user__isnull=False).update(
+    recorded = ExportJob.objects.filter(
+        pk=job.pk, status=JobStatus.RUNNING, attempts=attempt, end_user__isnull=False
+    ).update(
         status=JobStatus.DONE,
         progress=100,
         file_path=str(path),
@@ -104,6 +128,7 @@ def export_build(*, job_id: int, now: datetime | None = None) -> ExportJob | Non
         download_token=secrets.token_urlsafe(32),
         finished_at=finished,
         expires_at=finished + timedelta(hours=settings.EXPORT_LINK_TTL_HOURS),
+        lease_until=None,
     )
     if not recorded:
         # Cancelled or erased while the bundle was written: no row points at the file, so nothing would ever
@@ -119,20 +144,39 @@ def _still_wanted(job_id: int) -> bool:
     return ExportJob.objects.filter(pk=job_id, status=JobStatus.RUNNING, end_user__isnull=False).exists()
 
 
-def _bundle_write(job: ExportJob, data: dict, summary: str) -> Path:
+def _export_write(job: ExportJob, attempt: int) -> Path | None:
+    """Gather, render and write the bundle, reporting progress; None when another worker took the job over, or the
+    job was cancelled (the user is being erased) or is gone: then nothing is written."""
+    if job.end_user is None:
+        raise ValueError("the end user of this export no longer exists")
+    data = user_export_data(end_user=job.end_user)
+    _progress(job.pk, attempt, 40)
+    summary = export_summary_html(data)
+    _progress(job.pk, attempt, 70)
+    if not _still_wanted(job.pk):
+        return None
+    path = _bundle_write(job, data, summary, attempt)
+    return path if _progress(job.pk, attempt, 90) else None
+
+
+def _bundle_write(job: ExportJob, data: dict, summary: str, attempt: int) -> Path | None:
     """Write the zip next to its final name, then rename it, so a half-written bundle is never served.
 
-    The file is created readable by its owner only (0600) before any content is written: it is personal data.
+    Each attempt writes its own partial file, and renames it only while it still holds the job. The file is created
+    readable by its owner only (0600) before any content is written: it is personal data.
     """
     folder = Path(settings.EXPORT_DIR) / job.tenant.slug
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     path = folder / f"export-{job.pk}.zip"
-    partial = path.with_suffix(".zip.part")
+    partial = path.with_name(f"{path.name}.{attempt}.part")
     partial.unlink(missing_ok=True)  # O_CREAT keeps the mode of a file left behind by a dead worker
     handle = os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb")
     with handle, zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
         bundle.writestr("export.json", json.dumps(data, ensure_ascii=False, indent=2))
         bundle.writestr("export.html", summary)
+    if not _progress(job.pk, attempt):
+        partial.unlink(missing_ok=True)
+        return None
     partial.replace(path)
     return path
 

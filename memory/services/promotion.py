@@ -13,10 +13,12 @@ from django.utils import timezone
 from memory.heat import is_hot, segment_heat
 from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
 from memory.models.events import EventKind, EventStatus
+from memory.models.integration import JobKind
 from memory.models.tiers import HeatEvent, KnowledgeKind
 from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
 from memory.services.heat_samples import heat_sample_record
+from memory.services.jobs import job_claim, job_done, job_forget, job_release, job_renew, lease_kept
 from memory.services.updating import page_turn_text, space_updating_lock
 from memory.step_types import MemorySteps, StepFailed, TurnText
 from memory.steps import get_steps
@@ -40,20 +42,29 @@ def text_hash(text: str) -> str:
 def segment_promote(*, segment_id: int, now: datetime | None = None) -> PromotionReport:
     """Promote a hot segment's unanalysed pages into the profile and knowledge stores.
 
-    Idempotent: a segment that is gone, no longer hot, or has nothing unanalysed is left alone. Raises StepFailed
+    Idempotent: a segment that is gone, no longer hot, or has nothing unanalysed is left alone, and only the
+    holder of the segment's promotion lease (memory.services.jobs) promotes it. Raises StepFailed
     (after recording a failed event) when a step cannot complete; nothing is stored then.
     """
     now = now or timezone.now()
     space_id = Segment.objects.filter(pk=segment_id).values_list("space_id", flat=True).first()
     if space_id is None:
+        job_forget(kind=JobKind.PROMOTION, target_id=segment_id)
         return PromotionReport(reason="segment gone")
     space = MemorySpace.objects.select_related("end_user", "assistant").get(pk=space_id)
+    lease = job_claim(kind=JobKind.PROMOTION, target_id=segment_id)
+    if lease is None:
+        return PromotionReport(reason="another worker is promoting it")  # and runs again after its own run
     steps = get_steps()
     try:
-        with transaction.atomic():
+        with lease_kept(lambda: job_renew(lease)), transaction.atomic():
             space_updating_lock(space.id)
-            return _promote(space, segment_id, steps, now)
+            report = _promote(space, segment_id, steps, now)
+            if job_done(lease):
+                transaction.on_commit(lambda: _promotion_rerun(segment_id))
+            return report
     except StepFailed as exc:
+        job_release(lease)
         event_record(
             space=space,
             kind=EventKind.PROMOTION,
@@ -65,6 +76,15 @@ def segment_promote(*, segment_id: int, now: datetime | None = None) -> Promotio
             error=str(exc),
         )
         raise
+    except BaseException:
+        job_release(lease)  # the sweep queues it again after the back-off
+        raise
+
+
+def _promotion_rerun(segment_id: int) -> None:
+    from memory.tasks import segment_promote_task
+
+    segment_promote_task.delay(segment_id)
 
 
 def _promote(space: MemorySpace, segment_id: int, steps: MemorySteps, now: datetime) -> PromotionReport:

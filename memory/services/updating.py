@@ -21,11 +21,13 @@ from memory.embeddings import cosine
 from memory.heat import f_score, heat_of, is_hot, joins_segment
 from memory.models import MemorySpace, Page, Segment
 from memory.models.events import EventKind, EventStatus
+from memory.models.integration import JobKind
 from memory.models.tiers import HeatEvent, Tier
 from memory.retrieval import segment_candidates, segment_central_summary
 from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
 from memory.services.heat_samples import heat_sample_record
+from memory.services.jobs import job_claim, job_done, job_release, job_renew, jobs_due, lease_kept
 from memory.step_types import ChainTopic, MemorySteps, StepFailed, TurnText
 from memory.steps import get_steps
 
@@ -53,18 +55,26 @@ def pages_place(*, page_id: int, now: datetime | None = None) -> PlacementReport
     """Place every pending evicted page of the page's space, up to and including `page_id`, into segments.
 
     Idempotent: pages already placed are skipped, and a page deleted in the meantime makes this return quietly.
+    Claims the space's placement lease first (memory.services.jobs): while another worker holds it, this returns
+    at once and that worker runs again after its own run, so no page is placed twice and none is left behind.
     Raises StepFailed (after recording a failed event) when a memory step cannot complete; nothing is stored then.
     """
     row = Page.objects.filter(pk=page_id).values("space_id", "seq").first()
     if row is None:
         return PlacementReport()
     space = MemorySpace.objects.get(pk=row["space_id"])
+    lease = job_claim(kind=JobKind.PLACEMENT, target_id=space.id)
+    if lease is None:
+        return PlacementReport()  # another worker is placing this space; it was asked to run again for this page
     steps = get_steps()
     try:
-        with transaction.atomic():
+        with lease_kept(lambda: job_renew(lease)), transaction.atomic():
             space_updating_lock(space.id)
             report = _place_pending(space, row["seq"], steps, now or timezone.now())
+            if job_done(lease):
+                transaction.on_commit(lambda: _placement_rerun(space.id))
     except StepFailed as exc:
+        job_release(lease)
         event_record(
             space=space,
             kind=EventKind.STM_OVERFLOW,
@@ -75,6 +85,9 @@ def pages_place(*, page_id: int, now: datetime | None = None) -> PlacementReport
             usage=steps.usage,
             error=str(exc),
         )
+        raise
+    except BaseException:
+        job_release(lease)  # the sweep queues it again after the back-off
         raise
     return report
 
@@ -275,23 +288,18 @@ def hot_segment_ids(*, space_id: int, now: datetime) -> list[int]:
 
 
 def _queue_promotions(segment_ids: list[int]) -> None:
+    """Record each promotion as due in this transaction (so a lost message is requeued), then queue it."""
     from memory.tasks import segment_promote_task
 
+    jobs_due(kind=JobKind.PROMOTION, target_ids=segment_ids)
     for segment_id in segment_ids:
         transaction.on_commit(lambda sid=segment_id: segment_promote_task.delay(sid))
 
 
-def pending_pages_requeue(*, before: datetime) -> int:
-    """Queue placement again for every space holding evicted pages left unplaced since before `before`."""
+def _placement_rerun(space_id: int) -> None:
+    """Queue placement for the space's newest pending page: it was evicted while this worker was placing."""
     from memory.tasks import stm_overflow_task
 
-    newest_per_space = (
-        Page.objects.filter(tier=Tier.MID_TERM, segment__isnull=True, created_at__lt=before)
-        .values("space_id")
-        .annotate(newest=Max("id"))
-        .values_list("newest", flat=True)
-    )
-    ids = list(newest_per_space)
-    for page_id in ids:
-        stm_overflow_task.delay(page_id)
-    return len(ids)
+    newest = Page.objects.filter(space_id=space_id, tier=Tier.MID_TERM, segment__isnull=True).aggregate(Max("id"))
+    if newest["id__max"] is not None:
+        stm_overflow_task.delay(newest["id__max"])

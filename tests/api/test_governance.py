@@ -169,6 +169,21 @@ def test_an_unfinished_export_cannot_be_downloaded(api, alice, django_capture_on
     assert error_of(response)["code"] == "not_ready"
 
 
+def test_an_export_whose_worker_died_is_answered_as_retrying_never_as_ready(
+    api, alice, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=False):
+        job_id = api.post("/api/v1/users/alice/export/").json()["id"]
+    stalled = timezone.now() - timedelta(seconds=1)  # claimed at 5%, then its worker stopped renewing the lease
+    ExportJob.objects.filter(pk=job_id).update(status=JobStatus.RUNNING, progress=5, attempts=1, lease_until=stalled)
+
+    answer = api.get(f"/api/v1/exports/{job_id}/")
+    download = api.get(f"/api/v1/exports/{job_id}/download/")
+
+    assert answer.json()["status"] == "retrying" and answer.json()["download_url"] is None
+    assert download.status_code == 409 and error_of(download)["code"] == "not_ready"
+
+
 def test_an_expired_export_is_gone_and_a_get_reports_it_without_starting_another(
     api, alice, django_capture_on_commit_callbacks
 ):

@@ -77,6 +77,19 @@ def test_the_job_page_polls_while_running_and_stops_when_done(client, dpo_user, 
     assert "hx-trigger" not in done and "Download the export" in done
 
 
+def test_an_export_whose_worker_died_shows_retrying_and_keeps_polling(client, dpo_user, alice, alice_space):
+    job = export_request(end_user=alice, actor=Actor.operator(dpo_user))
+    stalled = timezone.now() - timedelta(seconds=1)  # claimed at 5%, then its worker stopped renewing the lease
+    ExportJob.objects.filter(pk=job.pk).update(status=JobStatus.RUNNING, progress=5, attempts=1, lease_until=stalled)
+    client.force_login(dpo_user)
+
+    page = client.get(f"/console/acme/exports/{job.pk}/", **HX).content.decode()
+    listing = client.get(f"/console/acme/users/{alice.pk}/gdpr/").content.decode()
+
+    assert "Retrying" in page and 'hx-trigger="every 1s"' in page and "Download the export" not in page
+    assert "Retrying" in listing and "Running" not in listing
+
+
 def test_the_build_task_is_idempotent(alice, alice_space, dpo_user, export_dir):
     job = export_request(end_user=alice, actor=Actor.operator(dpo_user))
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection
+from kombu import pools
 
 from memoryos_site.celery import app as celery_app
 from memoryos_site.database import embedded_database_url
@@ -118,6 +119,9 @@ def _forget_connections() -> None:
         celery_app._pool.force_close_all()
         celery_app._pool = None
     celery_app.__dict__.pop("amqp", None)
+    # kombu keeps producer pools in a global registry keyed by broker URL; one left by an earlier test would hand
+    # out connections of the pool just closed ("Acquire on closed pool").
+    pools.reset()
     # kombu's SQLAlchemy transport caches one engine per URL; its pooled connections would keep the test
     # database open and stop pytest-django from dropping it.
     from kombu.transport.sqlalchemy import Channel
