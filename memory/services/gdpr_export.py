@@ -156,7 +156,11 @@ def _export_write(job: ExportJob, attempt: int) -> Path | None:
     if not _still_wanted(job.pk):
         return None
     path = _bundle_write(job, data, summary, attempt)
-    return path if _progress(job.pk, attempt, 90) else None
+    if path is None or _progress(job.pk, attempt, 90):
+        return path
+    if not _still_wanted(job.pk):
+        path.unlink(missing_ok=True)  # cancelled or erased while it was written: no row will ever point at it
+    return None
 
 
 def _bundle_write(job: ExportJob, data: dict, summary: str, attempt: int) -> Path | None:
