@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import ClassVar, Self
 
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
 
@@ -12,8 +14,12 @@ from memory.models.tenancy import Assistant, EndUser, MemorySpace
 
 
 def vector_fields(model: type[models.Model]) -> tuple[str, ...]:
-    """The names of a model's vector columns (embeddings), in field order."""
-    return tuple(field.name for field in model._meta.concrete_fields if isinstance(field, VectorField))
+    """The names of a model's vector columns (embeddings, and the full-text vector), in field order."""
+    return tuple(field.name for field in model._meta.concrete_fields if _is_vector(field))
+
+
+def _is_vector(field: models.Field) -> bool:
+    return isinstance(field, VectorField) or isinstance(getattr(field, "output_field", None), SearchVectorField)
 
 
 class VectorQuerySet(models.QuerySet):
@@ -73,6 +79,13 @@ class Page(models.Model):
     source_ref = models.CharField(max_length=200, blank=True)
     source_meta = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The lexical channel of retrieval: PostgreSQL keeps it in step with the text. 'english' stems ("painting",
+    # "paintings" and "painted" meet) and drops stopwords; names are stemmed alike on both sides, so they still match.
+    search = models.GeneratedField(
+        expression=SearchVector("user_message", "assistant_reply", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
 
     objects = VectorQuerySet.as_manager()
 
@@ -88,6 +101,7 @@ class Page(models.Model):
             models.Index(fields=["segment", "seq"], name="page_segment_seq"),
             # retrieval asks for a space's pinned pages on every query: few rows, found without a scan
             models.Index(fields=["space"], condition=models.Q(pinned=True), name="page_space_pinned"),
+            GinIndex(fields=["search"], name="page_search"),
         ]
 
     @property
