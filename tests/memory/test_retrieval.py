@@ -3,13 +3,14 @@ in a bounded number of queries."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
 
 from memory.models import HeatSample, Segment
 from memory.models.tiers import HeatEvent
-from memory.retrieval import PAPER, query_terms, retrieve
+from memory.retrieval import DEFAULT, PAPER, query_terms, retrieve
 from memory.services.embedding_state import embedder_for_store
 from tests import builders
 from tests.builders import T0
@@ -102,16 +103,16 @@ def test_retrieval_takes_a_fixed_number_of_queries_however_large_memory_is(space
     for i in range(30):
         builders.segment_with_pages(space, summary=f"topic {i} words", messages=[f"page about topic {i}"] * 3)
         builders.knowledge(space.end_user, text=f"fact number {i}")
-    # STM, profile, 3 pinned, segments, 2 knowledge, page vectors, page words, facts' pages, page load, 2 visits
-    with django_assert_num_queries(14):
+    # STM, profile, 3 pinned, segments, 2 knowledge, page vectors, page words, page load, 2 visits
+    with django_assert_num_queries(13):
         retrieve(space=space, query="topic 7 words", now=NOW)
 
 
 def test_a_question_naming_a_date_takes_one_query_more(space, memory, django_assert_num_queries):
     embedder_for_store()
-    with django_assert_num_queries(12):  # no visits recorded: two queries fewer
+    with django_assert_num_queries(11):  # no visits recorded: two queries fewer
         retrieve(space=space, query="what did I bake last winter?", now=NOW, record_visits=False)
-    with django_assert_num_queries(13):
+    with django_assert_num_queries(12):
         retrieve(space=space, query="what did I bake in January 2026?", now=NOW, record_visits=False)
 
 
@@ -150,11 +151,12 @@ def test_pages_dated_in_the_range_a_question_names_are_found_by_date(space, memo
     assert "date range May 2026" in dated[0].explanation()
 
 
-def test_a_matched_fact_brings_its_source_pages(space, memory):
+def test_a_matched_fact_brings_its_source_pages_when_that_stage_is_on(space, memory):
     source = builders.segment_with_pages(space, summary="allergies", messages=["pollen makes me sneeze in spring"])
     fact = builders.knowledge(space.end_user, text="The user has hay fever")
     fact.source_pages.set(source.pages.all())
-    result = retrieve(space=space, query="does the user have hay fever?", now=NOW)
+    with_facts = dataclasses.replace(DEFAULT, knowledge_pages=True)
+    result = retrieve(space=space, query="does the user have hay fever?", now=NOW, config=with_facts)
     found = {p.page.id: p for p in result.ranked}
     page = source.pages.get()
     assert found[page.id].found_by["fact"] == fact.id
