@@ -448,15 +448,18 @@ def _load(space: MemorySpace, ids: list[int], neighbour_seqs: dict[int, int], ve
 def _fuse_neighbours(
     pages: dict[int, Page], pool: list[_Candidate], neighbour_seqs: dict[int, int], candidates: dict[int, _Candidate]
 ) -> None:
-    """Neighbours form one more ranked list, in the order of their hits; every loaded page gets its cosine."""
+    """Neighbours form one more ranked list, in the order of their hits, but a neighbour never outranks the hit
+    that brought it (its evidence is the hit's); every loaded page gets its cosine."""
     by_seq = {p.seq: p for p in pages.values()}
+    before = {c.id: c.fused for c in candidates.values()}
     for rank, (seq, hit_id) in enumerate(neighbour_seqs.items(), start=1):
         page = by_seq.get(seq)
         if page is None:
             continue
         candidate = candidates.setdefault(page.id, _Candidate(page.id, seq))
         candidate.found_by.setdefault("neighbour", hit_id)
-        candidate.fused += 1.0 / (RRF_K + rank)
+        own = before.get(page.id, 0.0)
+        candidate.fused = max(own, min(own + 1.0 / (RRF_K + rank), before[hit_id] - 1e-9))
     for page in pages.values():
         candidates[page.id].cosine = float(page.cosine)
     pooled = {c.id for c in pool}

@@ -162,7 +162,7 @@ def test_a_matched_fact_brings_its_source_pages_when_that_stage_is_on(space, mem
     assert found[page.id].found_by["fact"] == fact.id
 
 
-def test_the_turns_around_a_strong_hit_come_with_it(space):
+def test_the_turns_around_a_strong_hit_come_with_it_but_never_before_it(space):
     builders.segment_with_pages(
         space,
         summary="a trip",
@@ -171,6 +171,8 @@ def test_the_turns_around_a_strong_hit_come_with_it(space):
     result = retrieve(space=space, query="Lisbon flight", now=NOW)
     neighbours = [p for p in result.ranked if "neighbour" in p.found_by]
     assert "the food there was lovely" in [p.page.user_message for p in neighbours]
+    order = [p.page.id for p in result.ranked]
+    assert all(order.index(p.found_by["neighbour"]) < order.index(p.page.id) for p in neighbours)
 
 
 def test_an_unrelated_question_heats_no_segment(space, memory):
