@@ -430,11 +430,14 @@ def _fact_list(space: MemorySpace, result: RetrievalResult, candidates: dict[int
 
 
 def _neighbour_seqs(hits: list[_Candidate]) -> dict[int, int]:
-    """seq → the hit it neighbours, for the turns just before and after each hit, the strongest hit first."""
+    """seq → the hit it neighbours, for the turns just before and after each hit (not themselves hits), the
+    strongest hit first."""
+    hit_seqs = {hit.seq for hit in hits}
     seqs: dict[int, int] = {}
     for hit in hits:
         for seq in (hit.seq - 1, hit.seq + 1):
-            seqs.setdefault(seq, hit.id)
+            if seq not in hit_seqs:
+                seqs.setdefault(seq, hit.id)
     return seqs
 
 

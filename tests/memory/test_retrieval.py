@@ -162,11 +162,11 @@ def test_a_matched_fact_brings_its_source_pages_when_that_stage_is_on(space, mem
     assert found[page.id].found_by["fact"] == fact.id
 
 
-def test_the_turns_around_a_strong_hit_come_with_it_but_never_before_it(space):
+def test_the_turns_around_a_strong_hit_come_with_it_but_never_before_it(space, memory):
     builders.segment_with_pages(
         space,
         summary="a trip",
-        messages=["we flew to Lisbon in March", "the food there was lovely", "my sister came along"],
+        messages=["we flew to Lisbon in March", "the food there was lovely", "my sister came along", "it was warm"],
     )
     result = retrieve(space=space, query="Lisbon flight", now=NOW)
     neighbours = [p for p in result.ranked if "neighbour" in p.found_by]
