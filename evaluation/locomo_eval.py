@@ -123,7 +123,8 @@ def system_config(system: str) -> RetrievalConfig | None:
     baselines. Raises EvaluationError for an unknown system, stage or value."""
     base, *changes = system.split(":")
     if base not in SYSTEMS or (changes and base != "memoryos"):
-        raise EvaluationError(f"unknown system {system!r}; choose from {', '.join(SYSTEMS)} or memoryos:<stage>=<v>")
+        choices = f"{', '.join(SYSTEMS)} or memoryos:<stage>=<value>"
+        raise EvaluationError(f"unknown systems [{system!r}]; choose from {choices}")
     if base not in ("memoryos", "memoryos_paper"):
         return None
     config = PAPER if base == "memoryos_paper" else DEFAULT
