@@ -14,12 +14,8 @@ from memory.models.tenancy import Assistant, EndUser, MemorySpace
 
 
 def vector_fields(model: type[models.Model]) -> tuple[str, ...]:
-    """The names of a model's vector columns (embeddings, and the full-text vector), in field order."""
-    return tuple(field.name for field in model._meta.concrete_fields if _is_vector(field))
-
-
-def _is_vector(field: models.Field) -> bool:
-    return isinstance(field, VectorField) or isinstance(getattr(field, "output_field", None), SearchVectorField)
+    """The names of a model's vector columns (embeddings), in field order."""
+    return tuple(field.name for field in model._meta.concrete_fields if isinstance(field, VectorField))
 
 
 class VectorQuerySet(models.QuerySet):
