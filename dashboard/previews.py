@@ -28,6 +28,11 @@ class Preview:
     sections: list[PreviewSection] = field(default_factory=list)
 
     @property
+    def found_by(self) -> dict[int, str]:
+        """Page id → why retrieval found it ("words 'biscuit', vector 0.71, date range May 2023")."""
+        return {scored.page.id: scored.explanation() for scored in self.retrieval.ranked}
+
+    @property
     def dropped_tokens(self) -> int:
         return sum(estimate_tokens(item.text) for item in self.prompt.dropped)
 

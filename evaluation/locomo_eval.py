@@ -1,10 +1,14 @@
 """The LoCoMo harness: replay conversations through the real pipeline, ask every question of each system, score.
 
 Systems, each ranking the conversation's pages for a question:
-- `memoryos`: `memory.retrieval.retrieve` (record_visits=False, so asking never changes memory). Its MTM pages
-  (top m segments, then pages by cosine) and its STM pages (the last turns, always in MemoryOS's prompt) are merged
-  into one list by cosine to the question, STM vectors computed with the same embedder. MEMORY_RETRIEVE_PAGES is
-  raised to the curve's largest k for the run, so recall@k for k up to 20 reads one ranked list.
+- `memoryos`: `memory.retrieval.retrieve` with the product's pipeline (record_visits=False, so asking never changes
+  memory): its fused ranking of every page of the space (`RetrievalResult.ranked`), STM pages included (the harness
+  gives STM pages their vectors, computed with the same embedder, so they compete like the rest).
+  MEMORY_RETRIEVE_PAGES is raised to the curve's largest k for the run, so recall@k for k ≤ 20 reads one list.
+- `memoryos_paper`: the published pipeline (`memory.retrieval.PAPER`: top m segments, then their pages by cosine);
+  its MTM pages and its STM pages (the last turns, always in MemoryOS's prompt) are merged by cosine.
+- variants for ablations: `memoryos:<stage>=<value>:…` changes stages of the product's pipeline
+  (`memory.retrieval.RetrievalConfig`), e.g. `memoryos:lexical=off` or `memoryos:segment_prior=0`.
 - `flat_rag`: top pages by cosine over every page of the conversation (numpy over the stored page vectors).
 - `full_context`: every page; no retrieval, so its recall is the ceiling (the evidence that reached storage).
 """
@@ -12,6 +16,7 @@ Systems, each ranking the conversation's pages for a question:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,13 +41,14 @@ from evaluation.scope import celery_eager, settings_changed
 from memory.embeddings import Embedder, use_embedder
 from memory.models import MemoryEvent, MemorySpace, Page, Segment, Tenant
 from memory.models.tiers import PageSource, Tier
-from memory.retrieval import RetrievalResult, retrieve
+from memory.retrieval import DEFAULT, PAPER, RetrievalConfig, RetrievalResult, retrieve
 from memory.services.embedding_state import embedder_for_store
 from memory.services.tenancy import assistant_create, end_user_create, tenant_create
 from memory.services.turns import space_get_or_create, turn_record
 
-SYSTEMS = ("memoryos", "flat_rag", "full_context")
-RANKED_SYSTEMS = ("memoryos", "flat_rag")
+SYSTEMS = ("memoryos", "memoryos_paper", "flat_rag", "full_context")
+DEFAULT_SYSTEMS = ("memoryos", "flat_rag", "full_context")
+UNRANKED_SYSTEMS = ("full_context",)
 CURVE_MAX_K = 20
 LLM_MODES = ("offline", "openai")
 
@@ -55,11 +61,12 @@ class EvaluationError(ValueError):
 class EvalOptions:
     data: Path
     conversations: list[str] | None = None  # sample ids; None: every conversation in the file
-    systems: tuple[str, ...] = SYSTEMS
+    systems: tuple[str, ...] = DEFAULT_SYSTEMS
     k: int = 10
     llm: str = "offline"
     answer: bool = False
     tenant_slug: str = ""  # empty: locomo-<timestamp>
+    reuse: bool = False  # score again on the tenant `tenant_slug` ingested by an earlier run: no ingestion
     progress: bool | None = None  # None: a progress bar only on a terminal
 
 
@@ -98,19 +105,46 @@ def locomo_evaluate(options: EvalOptions) -> dict:
     started = perf_counter()
     samples = _samples(options)
     with _run_settings(options), celery_eager():
-        tenant = _fresh_tenant(options.tenant_slug)
         embedder = embedder_for_store()
-        conversations = _ingest_all(tenant, samples, options, embedder)
+        if options.reuse:
+            tenant = _kept_tenant(options.tenant_slug)
+            conversations = _kept_conversations(tenant, samples, options, embedder)
+        else:
+            tenant = _fresh_tenant(options.tenant_slug)
+            conversations = _ingest_all(tenant, samples, options, embedder)
         ingest_seconds = perf_counter() - started
         with use_embedder(QuestionMemo(embedder)) as memo:
             records = _ask_all(samples, conversations, options, memo)
     return _document(options, tenant, samples, records, ingest_seconds, perf_counter() - started, embedder)
 
 
+def system_config(system: str) -> RetrievalConfig | None:
+    """The retrieval pipeline a memoryos system names ("memoryos:lexical=off:segment_prior=0.2"); None for the
+    baselines. Raises EvaluationError for an unknown system, stage or value."""
+    base, *changes = system.split(":")
+    if base not in SYSTEMS or (changes and base != "memoryos"):
+        choices = f"{', '.join(SYSTEMS)} or memoryos:<stage>=<value>"
+        raise EvaluationError(f"unknown systems [{system!r}]; choose from {choices}")
+    if base not in ("memoryos", "memoryos_paper"):
+        return None
+    config = PAPER if base == "memoryos_paper" else DEFAULT
+    stages = {f.name: f.type for f in dataclasses.fields(RetrievalConfig)}
+    for change in changes:
+        name, _, value = change.partition("=")
+        if name not in stages or not value:
+            raise EvaluationError(f"unknown stage in {system!r}; stages: {', '.join(stages)}")
+        parsed = float(value) if stages[name] == "float" else value.lower() in ("on", "1", "true", "yes")
+        config = dataclasses.replace(config, **{name: parsed})
+    return config
+
+
 def _check(options: EvalOptions) -> None:
-    unknown = set(options.systems) - set(SYSTEMS)
-    if unknown or not options.systems:
-        raise EvaluationError(f"unknown systems {sorted(unknown)}; choose from {', '.join(SYSTEMS)}")
+    if not options.systems:
+        raise EvaluationError(f"choose systems from {', '.join(SYSTEMS)}")
+    for system in options.systems:
+        system_config(system)
+    if options.reuse and not options.tenant_slug:
+        raise EvaluationError("--reuse needs --tenant, the slug of an ingested tenant")
     if options.llm not in LLM_MODES:
         raise EvaluationError(f"--llm must be one of {', '.join(LLM_MODES)}, not {options.llm!r}")
     if not 1 <= options.k <= CURVE_MAX_K:
@@ -148,6 +182,25 @@ def _fresh_tenant(slug: str) -> Tenant:
     if Tenant.objects.filter(slug=slug).exists():
         raise EvaluationError(f"tenant {slug!r} already exists; every run needs a fresh tenant (--tenant)")
     return tenant_create(slug=slug, name=f"LoCoMo evaluation {slug}")
+
+
+def _kept_tenant(slug: str) -> Tenant:
+    tenant = Tenant.objects.filter(slug=slug).first()
+    if tenant is None:
+        raise EvaluationError(f"no tenant {slug!r} to reuse; run once without --reuse to ingest it")
+    return tenant
+
+
+def _kept_conversations(tenant: Tenant, samples: list[dict], options: EvalOptions, embedder: Embedder) -> dict:
+    """The conversations an earlier run ingested into `tenant`, found by their end user's external id."""
+    conversations = {}
+    for sample in samples:
+        sample_id = sample["sample_id"]
+        space = MemorySpace.objects.filter(tenant=tenant, end_user__external_id=sample_id).first()
+        if space is None:
+            raise EvaluationError(f"tenant {tenant.slug!r} holds no conversation {sample_id}")
+        conversations[sample_id] = _conversation(sample, space, options, embedder)
+    return conversations
 
 
 def _bar(options: EvalOptions, total: int, desc: str, unit: str) -> tqdm:
@@ -199,10 +252,13 @@ def _ingest_all(tenant: Tenant, samples: list[dict], options: EvalOptions, embed
 
 
 def _conversation(sample: dict, space: MemorySpace, options: EvalOptions, embedder: Embedder) -> Conversation:
-    """The stored pages in order, with vectors (STM pages are not embedded until they leave STM: embed them here)."""
+    """The stored pages in order, with vectors. STM pages are not embedded until they leave STM: embed them here
+    and store the vectors, so that retrieval's vector channel ranks them like every other page."""
     pages = list(Page.objects.filter(space=space).order_by("seq"))
     missing = [p for p in pages if p.embedding is None]
     computed = dict(zip((p.id for p in missing), embedder.embed([p.text for p in missing]), strict=True))
+    for page_id, vector in computed.items():
+        Page.objects.filter(pk=page_id).update(embedding=vector)  # an evaluation tenant, after ingestion
     vectors = np.array([computed[p.id] if p.embedding is None else p.embedding for p in pages], dtype=np.float32)
     conversation = sample["conversation"]
     speakers = Speakers(user=conversation["speaker_a"], assistant=conversation["speaker_b"])
@@ -260,7 +316,7 @@ def _ask(conversation: Conversation, number: int, qa: dict, options: EvalOptions
         "systems": {},
     }
     for system in options.systems:
-        ranked = RANKERS[system](conversation, question, vector, embed_ms)
+        ranked = _rank(system, conversation, question, vector, embed_ms)
         result = _retrieval_record(system, ranked, evidence, options.k)
         if options.answer:
             context = _context(system, ranked, options.k)
@@ -269,9 +325,24 @@ def _ask(conversation: Conversation, number: int, qa: dict, options: EvalOptions
     return record
 
 
-def _rank_memoryos(conversation: Conversation, question: str, vector: np.ndarray, embed_ms: float) -> Ranked:
+def _rank(system: str, conversation: Conversation, question: str, vector: np.ndarray, embed_ms: float) -> Ranked:
+    config = system_config(system)
+    if config is None:
+        return RANKERS[system](conversation, question, vector, embed_ms)
+    if config.segment_gate:
+        return _rank_paper(conversation, question, vector, embed_ms, config)
     started = perf_counter()
-    result = retrieve(space=conversation.space, query=question, record_visits=False)  # the question's vector: memo
+    result = retrieve(space=conversation.space, query=question, record_visits=False, config=config)
+    ranked = result.ranked[:CURVE_MAX_K]
+    elapsed = embed_ms + (perf_counter() - started) * 1000
+    return Ranked([p.page for p in ranked], [p.fused for p in ranked], elapsed, result)
+
+
+def _rank_paper(
+    conversation: Conversation, question: str, vector: np.ndarray, embed_ms: float, config: RetrievalConfig
+) -> Ranked:
+    started = perf_counter()
+    result = retrieve(space=conversation.space, query=question, record_visits=False, config=config)  # vector: memo
     stm = [(float(conversation.vectors[conversation.index[p.id]] @ vector), 1, p) for p in result.short_term]
     mtm = [(scored.score, 0, scored.page) for scored in result.pages]
     merged = sorted(mtm + stm, key=lambda c: (-c[0], c[1]))[:CURVE_MAX_K]
@@ -291,7 +362,7 @@ def _rank_full(conversation: Conversation, question: str, vector: np.ndarray, em
     return Ranked(conversation.pages, [], 0.0)
 
 
-RANKERS = {"memoryos": _rank_memoryos, "flat_rag": _rank_flat, "full_context": _rank_full}
+RANKERS = {"flat_rag": _rank_flat, "full_context": _rank_full}
 
 
 def _dia_ids(page: Page) -> list[str]:
@@ -300,7 +371,7 @@ def _dia_ids(page: Page) -> list[str]:
 
 def _retrieval_record(system: str, ranked: Ranked, evidence: list[str], k: int) -> dict:
     dia_ids = [_dia_ids(p) for p in ranked.pages]
-    if system not in RANKED_SYSTEMS:
+    if system in UNRANKED_SYSTEMS:
         return {"recall_at_k": scoring.recall_at_k(evidence, dia_ids, len(dia_ids)), "retrieved": "all"}
     return {
         "retrieved": [
@@ -373,6 +444,7 @@ def _document(
         "split_note": "LoCoMo dev split: report as dev-split results" if "dev" in Path(options.data).name else "",
         "conversations": [s["sample_id"] for s in samples],
         "tenant": tenant.slug,
+        "reused_tenant": options.reuse,
         "embedder": embedder.name,
         "llm": options.llm,
         "reader": (OFFLINE_LABEL if options.llm == "offline" else "llm") if options.answer else None,
@@ -380,8 +452,9 @@ def _document(
         "curve_max_k": CURVE_MAX_K,
         "retrieve_pages_setting": CURVE_MAX_K,
         "ranking_note": (
-            "memoryos ranks its retrieved MTM pages and its STM pages together by cosine to the question; "
-            "flat_rag ranks every page by cosine; full_context is every page (no ranking, recall = ceiling)"
+            "memoryos (and memoryos:<stage>=<v> variants) is retrieve()'s fused ranking of every page, STM included; "
+            "memoryos_paper merges its top segments' pages and its STM pages by cosine; flat_rag ranks every page by "
+            "cosine; full_context is every page (no ranking, recall = ceiling)"
         ),
         "generated_at": timezone.now().isoformat(timespec="seconds"),
         "turns": sum(input_turns(s) for s in samples),
@@ -413,12 +486,13 @@ def _values(system: str, records: list[dict], key: str) -> list[tuple[int, float
 
 def _system_summary(system: str, records: list[dict], options: EvalOptions) -> dict:
     summary: dict = {
-        "k": options.k if system in RANKED_SYSTEMS else "all",
+        "k": options.k if system not in UNRANKED_SYSTEMS else "all",
         "recall_at_k": scoring.by_category(_values(system, records, "recall_at_k")),
         "questions_with_evidence": sum(1 for r in records if r["evidence"]),
     }
-    if system in RANKED_SYSTEMS:
+    if system not in UNRANKED_SYSTEMS:
         summary["recall_curve"] = _curve(system, records)
+        summary["by_conversation"] = _by_conversation(system, records)
         summary["retrieval_ms"] = scoring.percentiles([r["systems"][system]["retrieval_ms"] for r in records], (50, 95))
     if options.answer:
         for metric in ("f1", "f1_locomo", "bleu1"):
@@ -428,6 +502,22 @@ def _system_summary(system: str, records: list[dict], options: EvalOptions) -> d
         summary["answer_ms"] = scoring.percentiles([r["systems"][system]["answer_ms"] for r in records], (50, 95))
         summary["answer_errors"] = sum(1 for r in records if r["systems"][system]["error"])
     return summary
+
+
+def _by_conversation(system: str, records: list[dict]) -> dict[str, dict]:
+    """recall@k per category and overall for each conversation, k = 1, 5, 10 and 20."""
+    conversations = sorted({r["conversation"] for r in records})
+    return {
+        conversation: {
+            f"@{k}": scoring.by_category(
+                (r["category"], (r["systems"][system]["recall_curve"] or [None] * CURVE_MAX_K)[k - 1])
+                for r in records
+                if r["conversation"] == conversation
+            )
+            for k in (1, 5, 10, CURVE_MAX_K)
+        }
+        for conversation in conversations
+    }
 
 
 def _curve(system: str, records: list[dict]) -> dict[str, list[float | None]]:

@@ -1,5 +1,9 @@
 """Retrieval from all three tiers for a query, and every other piece of vector SQL in the project.
 
+Mid-term pages are found by several channels (page vectors with the segment's F as a prior, full-text words, the
+time range a question names, the pages behind matched facts, the neighbours of strong hits) whose rankings are
+merged by reciprocal rank fusion; MemoryOS's published pipeline (top m segments, then their pages) stays as PAPER.
+
 Vector search over one user's rows is an exact scan (MemoryOS bounds them: 200 segments, 100 + 100 knowledge
 entries), so recall is exact and no approximate index is needed. Retrieval makes no LLM call and a bounded number
 of queries whatever the size of memory (pinned in tests/memory/test_retrieval.py).
@@ -7,12 +11,17 @@ of queries whatever the size of memory (pinned in tests/memory/test_retrieval.py
 
 from __future__ import annotations
 
+import math
+import operator
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import reduce
 
 import numpy as np
 from django.conf import settings
-from django.db.models import FloatField, Q, Value
+from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db.models import Case, Count, F, FloatField, IntegerField, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from pgvector.django import CosineDistance
@@ -22,7 +31,8 @@ from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, Seg
 from memory.models.tiers import KnowledgeKind, Tier
 from memory.services.embedding_state import embedder_for_store
 from memory.services.heat_samples import segment_visits_record
-from memory.text import extract_keywords
+from memory.text import STOPWORDS, extract_keywords
+from memory.timeframes import TimeRange, query_time_range
 
 
 def _similarity(vector: np.ndarray):
@@ -64,6 +74,40 @@ def segment_central_summary(*, segment_id: int, centroid: np.ndarray) -> str | N
 
 # --- Retrieval for a query ------------------------------------------------------------------------------------
 
+RRF_K = 60  # reciprocal rank fusion's standard constant (Cormack, Clarke & Büttcher 2009), not tuned here
+CANDIDATES = 100  # each channel's list before fusion: five times the longest list the evaluation reads (k = 20)
+NEIGHBOUR_HITS = 3  # the strongest fused hits whose previous and next turns join as candidates
+MAX_QUERY_TERMS = 12
+TERM = re.compile(r"[^\W_]+")
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """Which stages rank a space's pages for a query. DEFAULT is the product's; PAPER is MemoryOS as published.
+
+    - segment_gate: only pages of the top m segments by F, ranked by cosine (the paper's two stages);
+    - segment_prior: otherwise every page competes, its vector score raised by this weight × its segment's F;
+    - lexical: PostgreSQL full-text over the pages, IDF-weighted, fused by reciprocal rank;
+    - time: pages dated in the range the question names ("in May 2023") form one more ranked list;
+    - knowledge_pages: the pages behind the best-matching long-term facts form one more ranked list;
+    - neighbours: the turns just before and after the strongest hits form one more ranked list.
+    """
+
+    segment_gate: bool = False
+    # Chosen by leave-one-conversation-out cross-validation on the LoCoMo dev split (docs/results.md): 0 won in four
+    # of five folds, and the pages behind facts lowered recall (a fact links every page of its promotion batch).
+    segment_prior: float = 0.0
+    lexical: bool = True
+    time: bool = True
+    knowledge_pages: bool = False
+    neighbours: bool = True
+
+
+DEFAULT = RetrievalConfig()
+PAPER = RetrievalConfig(
+    segment_gate=True, segment_prior=0.0, lexical=False, time=False, knowledge_pages=False, neighbours=False
+)
+
 
 @dataclass(frozen=True)
 class ScoredSegment:
@@ -75,8 +119,31 @@ class ScoredSegment:
 
 @dataclass(frozen=True)
 class ScoredPage:
+    """A page with its relevance (cosine to the query; 0 without a vector) and how retrieval found it.
+
+    `found_by` maps each channel that ranked the page to what it saw: "vector" (cosine), "words" (the query terms
+    it holds), "date" (the range's label), "fact" (the knowledge entry's id), "neighbour" (the hit's page id).
+    """
+
     page: Page
     score: float
+    fused: float = 0.0
+    found_by: dict = field(default_factory=dict)
+
+    def explanation(self) -> str:
+        """ "words 'biscuit', vector 0.71, date range May 2023": why this page was retrieved, for an operator."""
+        parts = []
+        if "words" in self.found_by:
+            parts.append("words " + ", ".join(f"'{w}'" for w in self.found_by["words"]))
+        if "vector" in self.found_by:
+            parts.append(f"vector {self.found_by['vector']:.2f}")
+        if "date" in self.found_by:
+            parts.append(f"date range {self.found_by['date']}")
+        if "fact" in self.found_by:
+            parts.append(f"fact #{self.found_by['fact']}")
+        if "neighbour" in self.found_by:
+            parts.append(f"next to page #{self.found_by['neighbour']}")
+        return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -87,13 +154,19 @@ class ScoredKnowledge:
 
 @dataclass
 class RetrievalResult:
-    """Exactly what retrieval found for one query, so a reply can be explained later."""
+    """Exactly what retrieval found for one query, so a reply can be explained later.
+
+    `pages` are the mid-term pages for the prompt, best first; `ranked` is the whole fused list, short-term pages
+    included (they are in the prompt anyway), which is what an evaluation of the ranking reads.
+    """
 
     query: str
     query_keywords: list[str]
     short_term: list[Page] = field(default_factory=list)
     segments: list[ScoredSegment] = field(default_factory=list)
     pages: list[ScoredPage] = field(default_factory=list)
+    ranked: list[ScoredPage] = field(default_factory=list)
+    time_range: TimeRange | None = None
     profile: ProfileVersion | None = None
     user_knowledge: list[ScoredKnowledge] = field(default_factory=list)
     assistant_knowledge: list[ScoredKnowledge] = field(default_factory=list)
@@ -107,7 +180,9 @@ class RetrievalResult:
         return {
             "short_term_page_ids": [p.id for p in self.short_term],
             "segments": [{"id": s.segment.id, "score": round(s.score, 4)} for s in self.segments],
-            "pages": [{"id": p.page.id, "score": round(p.score, 4)} for p in self.pages],
+            "pages": [
+                {"id": p.page.id, "score": round(p.score, 4), "found_by": _rounded(p.found_by)} for p in self.pages
+            ],
             "profile_version_id": self.profile.id if self.profile else None,
             "user_knowledge": [{"id": k.entry.id, "score": round(k.score, 4)} for k in self.user_knowledge],
             "assistant_knowledge": [{"id": k.entry.id, "score": round(k.score, 4)} for k in self.assistant_knowledge],
@@ -118,15 +193,31 @@ class RetrievalResult:
         }
 
 
+def _rounded(found_by: dict) -> dict:
+    return {k: round(v, 4) if isinstance(v, float) else v for k, v in found_by.items()}
+
+
+def retrieval_config() -> RetrievalConfig:
+    """The configured pipeline: MEMORY_RETRIEVAL is "hybrid" (the default) or "paper"."""
+    return PAPER if settings.MEMORY_RETRIEVAL == "paper" else DEFAULT
+
+
 def retrieve(
-    *, space: MemorySpace, query: str, record_visits: bool = True, now: datetime | None = None
+    *,
+    space: MemorySpace,
+    query: str,
+    record_visits: bool = True,
+    now: datetime | None = None,
+    config: RetrievalConfig | None = None,
 ) -> RetrievalResult:
-    """STM + the top m segments' top k pages + profile + top user/assistant knowledge + pinned memories.
+    """STM + the best mid-term pages + profile + top user/assistant knowledge + pinned memories. No LLM call.
 
     Side effect (unless `record_visits` is False, as in the operator's context preview): each segment that
-    supplied a page gets N_visit += 1, a new last-touch time and a heat sample.
+    supplied a page relevant to the query (cosine ≥ MEMORY_VISIT_RELEVANCE) gets N_visit += 1, a new last-touch
+    time and a heat sample; a question about something else heats nothing.
     """
     now = now or timezone.now()
+    config = config or retrieval_config()
     result = RetrievalResult(query=query, query_keywords=extract_keywords(query))
     result.short_term = list(Page.objects.filter(space=space, tier=Tier.SHORT_TERM).without_vectors().order_by("seq"))
     result.profile = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number").first()
@@ -135,43 +226,250 @@ def retrieve(
     _retrieve_pinned(space, result)
     if query.strip():
         vector = embedder_for_store().embed([query])[0]
-        segment_rows = _score_segments(space, vector, result.query_keywords)
-        _retrieve_pages(space, vector, segment_rows, result)
+        segments = _score_segments(space, vector, result.query_keywords)
+        result.segments = segments[: settings.MEMORY_RETRIEVE_SEGMENTS]
         _retrieve_knowledge(space, vector, result)
+        if config.segment_gate:
+            _retrieve_pages_gated(vector, result)
+        else:
+            _retrieve_pages_fused(space, vector, segments, result, config, now)
         if record_visits:
-            supplied = {scored.page.segment_id for scored in result.pages}
-            result.visited_segment_ids = segment_visits_record(segment_ids=supplied, now=now)
+            result.visited_segment_ids = segment_visits_record(segment_ids=_relevant_segments(result), now=now)
     return result
 
 
-def _score_segments(space: MemorySpace, vector: np.ndarray, query_keywords: list[str]) -> dict[int, dict]:
-    """F(query) for every segment of the space (at most MTM capacity rows), best first."""
-    rows = Segment.objects.filter(space=space).annotate(cosine=_similarity(vector)).values("id", "keywords", "cosine")
-    for row in rows:
-        row["jaccard"] = jaccard(query_keywords, row["keywords"])
-        row["score"] = f_score(row["cosine"], query_keywords, row["keywords"])
-    ranked = sorted(rows, key=lambda r: (-r["score"], r["id"]))[: settings.MEMORY_RETRIEVE_SEGMENTS]
-    return {row["id"]: row for row in ranked}
+def _relevant_segments(result: RetrievalResult) -> set[int]:
+    floor = settings.MEMORY_VISIT_RELEVANCE
+    return {p.page.segment_id for p in result.pages if p.score >= floor and p.page.segment_id is not None}
 
 
-def _retrieve_pages(space: MemorySpace, vector: np.ndarray, segment_rows: dict[int, dict], result) -> None:
-    if not segment_rows:
-        return
-    segments = Segment.objects.filter(id__in=segment_rows).without_vectors().in_bulk()
-    result.segments = [
-        ScoredSegment(segment=segments[sid], score=row["score"], cosine=row["cosine"], keyword_overlap=row["jaccard"])
-        for sid, row in segment_rows.items()
-        if sid in segments
+def _score_segments(space: MemorySpace, vector: np.ndarray, query_keywords: list[str]) -> list[ScoredSegment]:
+    """F(query) for every segment of the space (at most MTM capacity rows), best first, ties by id."""
+    rows = Segment.objects.filter(space=space).annotate(cosine=_similarity(vector)).without_vectors()
+    scored = [
+        ScoredSegment(
+            segment=s,
+            score=f_score(s.cosine, query_keywords, s.keywords),
+            cosine=float(s.cosine),
+            keyword_overlap=jaccard(query_keywords, s.keywords),
+        )
+        for s in rows
     ]
+    return sorted(scored, key=lambda s: (-s.score, s.segment.id))
+
+
+def _retrieve_pages_gated(vector: np.ndarray, result: RetrievalResult) -> None:
+    """The paper: the top m segments' pages by cosine."""
+    if not result.segments:
+        return
+    by_id = {s.segment.id: s.segment for s in result.segments}
     pages = (
-        Page.objects.filter(segment_id__in=list(segment_rows))
+        Page.objects.filter(segment_id__in=list(by_id))
         .annotate(score=_similarity(vector))
         .without_vectors()
         .order_by("-score", "-seq")[: settings.MEMORY_RETRIEVE_PAGES]
     )
-    result.pages = [ScoredPage(page=p, score=float(p.score)) for p in pages]
+    result.pages = [ScoredPage(page=p, score=float(p.score), found_by={"vector": float(p.score)}) for p in pages]
+    result.ranked = list(result.pages)
     for scored in result.pages:
-        scored.page.segment = segments.get(scored.page.segment_id)
+        scored.page.segment = by_id.get(scored.page.segment_id)
+
+
+@dataclass
+class _Candidate:
+    """A page some channel ranked, before it is loaded."""
+
+    id: int
+    seq: int
+    cosine: float = 0.0
+    fused: float = 0.0
+    found_by: dict = field(default_factory=dict)
+
+
+def _retrieve_pages_fused(
+    space: MemorySpace,
+    vector: np.ndarray,
+    segments: list[ScoredSegment],
+    result: RetrievalResult,
+    config: RetrievalConfig,
+    now: datetime,
+) -> None:
+    """Every page of the space competes: channels rank candidates, reciprocal rank fusion merges the rankings."""
+    candidates: dict[int, _Candidate] = {}
+    lists = [_vector_list(space, vector, segments, config, candidates)]
+    if config.lexical:
+        lists.append(_lexical_list(space, result.query, candidates))
+    if config.time:
+        result.time_range = query_time_range(result.query, now)
+        if result.time_range is not None:
+            lists.append(_time_list(space, vector, result.time_range, candidates))
+    if config.knowledge_pages:
+        lists.append(_fact_list(space, result, candidates))
+    for ranking in lists:
+        for rank, page_id in enumerate(ranking, start=1):
+            candidates[page_id].fused += 1.0 / (RRF_K + rank)
+    limit = settings.MEMORY_RETRIEVE_PAGES
+    best = sorted(candidates.values(), key=lambda c: (-c.fused, -c.cosine, c.id))
+    neighbour_seqs = _neighbour_seqs(best[:NEIGHBOUR_HITS]) if config.neighbours else {}
+    pool = best[: limit + 2 * NEIGHBOUR_HITS]
+    pages = _load(space, [c.id for c in pool], neighbour_seqs, vector)
+    _fuse_neighbours(pages, pool, neighbour_seqs, candidates)
+    ranked = sorted((c for c in candidates.values() if c.id in pages), key=lambda c: (-c.fused, -c.cosine, c.id))
+    result.ranked = [ScoredPage(pages[c.id], c.cosine, c.fused, c.found_by) for c in ranked[:limit]]
+    result.pages = [p for p in result.ranked if p.page.tier == Tier.MID_TERM]
+    by_id = {s.segment.id: s.segment for s in segments}
+    for scored in result.ranked:
+        scored.page.segment = by_id.get(scored.page.segment_id)
+
+
+def _vector_list(
+    space: MemorySpace,
+    vector: np.ndarray,
+    segments: list[ScoredSegment],
+    config: RetrievalConfig,
+    candidates: dict[int, _Candidate],
+) -> list[int]:
+    """The nearest pages by cosine (an exact scan of the space), re-ranked with their segment's F as a prior."""
+    rows = (
+        Page.objects.filter(space=space, embedding__isnull=False)
+        .annotate(cosine=_similarity(vector))
+        .order_by("-cosine", "id")
+        .values_list("id", "seq", "segment_id", "cosine")[:CANDIDATES]
+    )
+    f_of = {s.segment.id: s.score for s in segments}
+    scored = []
+    for page_id, seq, segment_id, cosine in rows:
+        candidate = candidates.setdefault(page_id, _Candidate(page_id, seq))
+        candidate.cosine = float(cosine)
+        candidate.found_by["vector"] = float(cosine)
+        scored.append((float(cosine) + config.segment_prior * f_of.get(segment_id, 0.0), page_id))
+    return [page_id for _, page_id in sorted(scored, key=lambda s: (-s[0], s[1]))]
+
+
+def query_terms(query: str) -> list[str]:
+    """The question's content words for full-text search: lowercase, no stopwords, each once, in order."""
+    terms: list[str] = []
+    for word in TERM.findall(query.lower()):
+        if len(word) > 1 and word not in STOPWORDS and word not in terms:
+            terms.append(word)
+    return terms[:MAX_QUERY_TERMS]
+
+
+def _lexical_list(space: MemorySpace, query: str, candidates: dict[int, _Candidate]) -> list[int]:
+    """Pages holding any of the query's terms, best first by the summed IDF of the terms they hold (rare words
+    and names count most), then by ts_rank_cd (terms close together), then id. One query."""
+    terms = query_terms(query)
+    if not terms:
+        return []
+    queries = [SearchQuery(term, config="english") for term in terms]
+    matches = {
+        f"m{i}": Case(When(search=q, then=1), default=0, output_field=IntegerField()) for i, q in enumerate(queries)
+    }
+    either = reduce(operator.or_, queries)
+    total = Page.objects.filter(space=space).values("space").annotate(n=Count("id")).values("n")
+    rows = list(
+        Page.objects.filter(space=space, search=either)
+        .annotate(rank=SearchRank(F("search"), either, cover_density=True), total=Subquery(total), **matches)
+        .values_list("id", "seq", "rank", "total", *matches)
+    )
+    if not rows:
+        return []
+    n = rows[0][3]
+    df = [sum(row[4 + i] for row in rows) for i in range(len(terms))]
+    idf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in df]
+    scored = []
+    for page_id, seq, rank, _, *hit in rows:
+        words = [term for term, h in zip(terms, hit, strict=True) if h]
+        weight = math.fsum(w for w, h in zip(idf, hit, strict=True) if h)  # fsum: the same total in any order
+        candidates.setdefault(page_id, _Candidate(page_id, seq)).found_by["words"] = words
+        scored.append((weight, float(rank), page_id))
+    return [page_id for _, _, page_id in sorted(scored, key=lambda s: (-s[0], -s[1], s[2]))[:CANDIDATES]]
+
+
+def _time_list(
+    space: MemorySpace, vector: np.ndarray, time_range: TimeRange, candidates: dict[int, _Candidate]
+) -> list[int]:
+    """Pages dated in the question's range, nearest by cosine first."""
+    pages = Page.objects.filter(space=space)
+    if time_range.month is not None:
+        pages = pages.filter(at__month=time_range.month)
+    else:
+        pages = pages.filter(at__gte=time_range.start, at__lt=time_range.end)
+    rows = (
+        pages.annotate(cosine=_similarity(vector))
+        .order_by("-cosine", "id")
+        .values_list("id", "seq", "cosine")[:CANDIDATES]
+    )
+    ranking = []
+    for page_id, seq, cosine in rows:
+        candidate = candidates.setdefault(page_id, _Candidate(page_id, seq))
+        candidate.cosine = candidate.cosine or float(cosine)
+        candidate.found_by["date"] = time_range.label
+        ranking.append(page_id)
+    return ranking
+
+
+def _fact_list(space: MemorySpace, result: RetrievalResult, candidates: dict[int, _Candidate]) -> list[int]:
+    """The pages of this space behind the retrieved facts, the best fact's pages first (by cosine, then seq)."""
+    facts = sorted([*result.user_knowledge, *result.assistant_knowledge], key=lambda k: (-k.score, k.entry.id))
+    if not facts:
+        return []
+    through = KnowledgeEntry.source_pages.through
+    rows = through.objects.filter(knowledgeentry_id__in=[k.entry.id for k in facts], page__space=space).values_list(
+        "knowledgeentry_id", "page_id", "page__seq"
+    )
+    by_fact: dict[int, list[tuple[int, int]]] = {}
+    for entry_id, page_id, seq in rows:
+        by_fact.setdefault(entry_id, []).append((page_id, seq))
+    ranking: list[int] = []
+    for fact in facts:
+        pages = by_fact.get(fact.entry.id, [])
+        for page_id, seq in sorted(pages, key=lambda p: (-candidates.get(p[0], _Candidate(0, p[1])).cosine, p[1])):
+            if page_id not in ranking:
+                candidates.setdefault(page_id, _Candidate(page_id, seq)).found_by.setdefault("fact", fact.entry.id)
+                ranking.append(page_id)
+    return ranking[:CANDIDATES]
+
+
+def _neighbour_seqs(hits: list[_Candidate]) -> dict[int, int]:
+    """seq → the hit it neighbours, for the turns just before and after each hit (not themselves hits), the
+    strongest hit first."""
+    hit_seqs = {hit.seq for hit in hits}
+    seqs: dict[int, int] = {}
+    for hit in hits:
+        for seq in (hit.seq - 1, hit.seq + 1):
+            if seq not in hit_seqs:
+                seqs.setdefault(seq, hit.id)
+    return seqs
+
+
+def _load(space: MemorySpace, ids: list[int], neighbour_seqs: dict[int, int], vector: np.ndarray) -> dict[int, Page]:
+    """The pooled candidates and the hits' neighbours in one query, each with its cosine."""
+    wanted = Q(id__in=ids) | Q(seq__in=list(neighbour_seqs)) if neighbour_seqs else Q(id__in=ids)
+    pages = Page.objects.filter(space=space).filter(wanted).annotate(cosine=_similarity(vector)).without_vectors()
+    return {p.id: p for p in pages}
+
+
+def _fuse_neighbours(
+    pages: dict[int, Page], pool: list[_Candidate], neighbour_seqs: dict[int, int], candidates: dict[int, _Candidate]
+) -> None:
+    """Neighbours form one more ranked list, in the order of their hits, but a neighbour never outranks the hit
+    that brought it (its evidence is the hit's); every loaded page gets its cosine."""
+    by_seq = {p.seq: p for p in pages.values()}
+    before = {c.id: c.fused for c in candidates.values()}
+    for rank, (seq, hit_id) in enumerate(neighbour_seqs.items(), start=1):
+        page = by_seq.get(seq)
+        if page is None:
+            continue
+        candidate = candidates.setdefault(page.id, _Candidate(page.id, seq))
+        candidate.found_by.setdefault("neighbour", hit_id)
+        own = before.get(page.id, 0.0)
+        candidate.fused = max(own, min(own + 1.0 / (RRF_K + rank), before[hit_id] - 1e-9))
+    for page in pages.values():
+        candidates[page.id].cosine = float(page.cosine)
+    pooled = {c.id for c in pool}
+    for page_id in [i for i in pages if i not in pooled and "neighbour" not in candidates[i].found_by]:
+        del pages[page_id]
 
 
 def _retrieve_knowledge(space: MemorySpace, vector: np.ndarray, result: RetrievalResult) -> None:

@@ -293,8 +293,14 @@ MEMORY_PROMOTION_THRESHOLD = env_float("MEMORY_PROMOTION_THRESHOLD", 5.0)
 MEMORY_RETRIEVE_SEGMENTS = env_int("MEMORY_RETRIEVE_SEGMENTS", 5)
 MEMORY_RETRIEVE_PAGES = env_int("MEMORY_RETRIEVE_PAGES", 10)
 MEMORY_RETRIEVE_KNOWLEDGE = env_int("MEMORY_RETRIEVE_KNOWLEDGE", 10)
+# "hybrid": every page competes (vectors, words, dates, facts, neighbours, fused); "paper": top segments' pages only
+MEMORY_RETRIEVAL = env_str("MEMORY_RETRIEVAL", "hybrid")
+# a page this close to the question (cosine) heats the segment that supplied it; the offline reply's relevance floor
+MEMORY_VISIT_RELEVANCE = env_float("MEMORY_VISIT_RELEVANCE", 0.3)
 MEMORY_CONTINUITY_THRESHOLD = env_float("MEMORY_CONTINUITY_THRESHOLD", 0.35)
 MEMORY_MESSAGE_MAX_CHARS = env_int("MEMORY_MESSAGE_MAX_CHARS", 8000)
+if MEMORY_RETRIEVAL not in ("hybrid", "paper"):
+    raise ImproperlyConfigured("MEMORY_RETRIEVAL must be hybrid or paper")
 if MEMORY_STM_CAPACITY < 1:
     raise ImproperlyConfigured("MEMORY_STM_CAPACITY must be at least 1")
 

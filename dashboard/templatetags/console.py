@@ -1,4 +1,4 @@
-"""Small template helpers for the console: heat colouring and the action buttons an item offers."""
+"""Small template helpers for the console: heat colouring, the action buttons an item offers, dictionary lookups."""
 
 from __future__ import annotations
 
@@ -77,3 +77,9 @@ def by_table(counts: dict) -> list[tuple[str, int]]:
 @register.filter
 def target_label(target_type: str) -> str:
     return TARGETS.get(target_type, target_type.replace("_", " "))
+
+
+@register.filter
+def lookup(mapping: dict, key) -> object:
+    """mapping[key], or "" when absent: templates cannot index a dict by a variable."""
+    return mapping.get(key, "")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import ClassVar, Self
 
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
 
@@ -82,6 +84,13 @@ class Page(models.Model):
     # "system" for a reply generated without a model (the offline reply): kept in the transcript, never memory
     reply_source = models.CharField(max_length=9, choices=ReplySource.choices, default=ReplySource.ASSISTANT)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The lexical channel of retrieval: PostgreSQL keeps it in step with the text. 'english' stems ("painting",
+    # "paintings" and "painted" meet) and drops stopwords; names are stemmed alike on both sides, so they still match.
+    search = models.GeneratedField(
+        expression=SearchVector("user_message", "assistant_reply", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
 
     objects = VectorQuerySet.as_manager()
 
@@ -97,6 +106,7 @@ class Page(models.Model):
             models.Index(fields=["segment", "seq"], name="page_segment_seq"),
             # retrieval asks for a space's pinned pages on every query: few rows, found without a scan
             models.Index(fields=["space"], condition=models.Q(pinned=True), name="page_space_pinned"),
+            GinIndex(fields=["search"], name="page_search"),
         ]
 
     @property

@@ -72,6 +72,7 @@ def test_the_preview_shows_the_chats_prompt_section_by_section(client, agent_use
     body = response.content.decode()
     assert "The prompt exactly as sent" in body and "&lt;memory&gt;" in body and "<html" in body
     assert f"/console/acme/pages/{earlier[0].id}/" in body
+    assert "found by: words &#x27;lisbon&#x27;" in body
 
 
 def test_the_preview_shows_what_the_token_budget_leaves_out(client, agent_user, alice, alice_space, settings):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -9,9 +10,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from evaluation.benchfakes import BenchLLM
-from evaluation.locomo_eval import QuestionMemo
+from evaluation.locomo_eval import EvaluationError, QuestionMemo, system_config
 from memory.llm import use_llm
 from memory.models import Page, Segment, Tenant
+from memory.retrieval import DEFAULT, PAPER
 
 LOCOMO_DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev.json"
 
@@ -133,6 +135,31 @@ def test_a_run_scores_only_the_systems_asked_for_and_a_second_run_needs_a_fresh_
     with pytest.raises(CommandError, match="already exists"):
         run_eval(tmp_path, "--data", str(tiny_file), "--tenant", "locomo-tiny")
     assert Tenant.objects.filter(slug="locomo-tiny").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_kept_tenant_is_scored_again_without_ingesting_with_the_variants_asked_for(tiny_file, tmp_path):
+    run_eval(tmp_path, "--data", str(tiny_file), "--systems", "flat_rag", "--tenant", "locomo-tiny")
+    pages = Page.objects.filter(space__tenant__slug="locomo-tiny").count()
+    systems = "memoryos,memoryos_paper,memoryos:lexical=off:segment_prior=0.2,flat_rag"
+
+    results = run_eval(tmp_path, "--data", str(tiny_file), "--systems", systems, "--tenant", "locomo-tiny", "--reuse")
+
+    assert results["reused_tenant"] and Page.objects.filter(space__tenant__slug="locomo-tiny").count() == pages
+    assert list(results["systems"]) == systems.split(",")
+    for system in systems.split(","):
+        assert set(results["systems"][system]["by_conversation"]) == {"conv-t1"}
+    with pytest.raises(CommandError, match="no tenant"):
+        run_eval(tmp_path, "--data", str(tiny_file), "--tenant", "locomo-none", "--reuse")
+
+
+def test_a_variant_changes_only_the_stages_it_names():
+    assert system_config("memoryos") == DEFAULT and system_config("memoryos_paper") == PAPER
+    assert system_config("flat_rag") is None
+    variant = system_config("memoryos:lexical=off:segment_prior=0.2")
+    assert variant == dataclasses.replace(DEFAULT, lexical=False, segment_prior=0.2)
+    with pytest.raises(EvaluationError, match="unknown stage"):
+        system_config("memoryos:colour=blue")
 
 
 @pytest.mark.django_db

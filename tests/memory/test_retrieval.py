@@ -1,14 +1,16 @@
-"""Retrieval: STM, top segments' pages, profile, knowledge and pinned memories, in a bounded number of queries."""
+"""Retrieval: STM, the best mid-term pages (fused from several channels), profile, knowledge and pinned memories,
+in a bounded number of queries."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 import pytest
 
 from memory.models import HeatSample, Segment
 from memory.models.tiers import HeatEvent
-from memory.retrieval import retrieve
+from memory.retrieval import DEFAULT, PAPER, query_terms, retrieve
 from memory.services.embedding_state import embedder_for_store
 from tests import builders
 from tests.builders import T0
@@ -101,5 +103,85 @@ def test_retrieval_takes_a_fixed_number_of_queries_however_large_memory_is(space
     for i in range(30):
         builders.segment_with_pages(space, summary=f"topic {i} words", messages=[f"page about topic {i}"] * 3)
         builders.knowledge(space.end_user, text=f"fact number {i}")
-    with django_assert_num_queries(12):
+    # STM, profile, 3 pinned, segments, 2 knowledge, page vectors, page words, page load, 2 visits
+    with django_assert_num_queries(13):
         retrieve(space=space, query="topic 7 words", now=NOW)
+
+
+def test_a_question_naming_a_date_takes_one_query_more(space, memory, django_assert_num_queries):
+    embedder_for_store()
+    with django_assert_num_queries(11):  # no visits recorded: two queries fewer
+        retrieve(space=space, query="what did I bake last winter?", now=NOW, record_visits=False)
+    with django_assert_num_queries(12):
+        retrieve(space=space, query="what did I bake in January 2026?", now=NOW, record_visits=False)
+
+
+def test_the_paper_pipeline_reads_only_the_top_segments_pages(space, memory, settings):
+    settings.MEMORY_RETRIEVE_SEGMENTS = 1
+    result = retrieve(space=space, query="hiking mountains dog", now=NOW, config=PAPER)
+    assert {p.page.segment_id for p in result.pages} == {memory["hiking"].id}
+
+
+def test_a_rare_word_is_found_by_the_words_channel_and_explained(space, memory):
+    builders.segment_with_pages(space, summary="garden", messages=["my dog Biscuit digs up the courgettes"])
+    result = retrieve(space=space, query="What does Biscuit do?", now=NOW)
+    top = result.pages[0]
+    assert top.page.user_message == "my dog Biscuit digs up the courgettes"
+    assert top.found_by["words"] == ["biscuit"]
+    assert "words 'biscuit'" in top.explanation() and "vector" in top.explanation()
+
+
+def test_query_terms_drop_stopwords_and_repeats():
+    assert query_terms("When did Melanie go camping in June, and did Melanie enjoy it?") == [
+        "melanie",
+        "camping",
+        "june",
+        "enjoy",
+    ]
+
+
+def test_pages_dated_in_the_range_a_question_names_are_found_by_date(space, memory):
+    may = builders.segment_with_pages(
+        space, summary="a concert", messages=["we saw a band play live"], at=T0.replace(month=5, day=20)
+    )
+    result = retrieve(space=space, query="What did I do in May 2026?", now=NOW)
+    dated = [p for p in result.ranked if "date" in p.found_by]
+    assert [p.page.segment_id for p in dated] == [may.id]
+    assert dated[0].found_by["date"] == "May 2026"
+    assert "date range May 2026" in dated[0].explanation()
+
+
+def test_a_matched_fact_brings_its_source_pages_when_that_stage_is_on(space, memory):
+    source = builders.segment_with_pages(space, summary="allergies", messages=["pollen makes me sneeze in spring"])
+    fact = builders.knowledge(space.end_user, text="The user has hay fever")
+    fact.source_pages.set(source.pages.all())
+    with_facts = dataclasses.replace(DEFAULT, knowledge_pages=True)
+    result = retrieve(space=space, query="does the user have hay fever?", now=NOW, config=with_facts)
+    found = {p.page.id: p for p in result.ranked}
+    page = source.pages.get()
+    assert found[page.id].found_by["fact"] == fact.id
+
+
+def test_the_turns_around_a_strong_hit_come_with_it_but_never_before_it(space, memory):
+    builders.segment_with_pages(
+        space,
+        summary="a trip",
+        messages=["we flew to Lisbon in March", "the food there was lovely", "my sister came along", "it was warm"],
+    )
+    result = retrieve(space=space, query="Lisbon flight", now=NOW)
+    neighbours = [p for p in result.ranked if "neighbour" in p.found_by]
+    assert "the food there was lovely" in [p.page.user_message for p in neighbours]
+    order = [p.page.id for p in result.ranked]
+    assert all(order.index(p.found_by["neighbour"]) < order.index(p.page.id) for p in neighbours)
+
+
+def test_an_unrelated_question_heats_no_segment(space, memory):
+    result = retrieve(space=space, query="quantum chromodynamics lecture notes", now=NOW)
+    assert result.visited_segment_ids == []
+    assert set(Segment.objects.values_list("n_visit", flat=True)) == {0}
+    assert not HeatSample.objects.filter(event=HeatEvent.VISITED).exists()
+
+
+def test_only_segments_that_supplied_a_relevant_page_are_visited(space, memory):
+    result = retrieve(space=space, query="baking sourdough bread", now=NOW)
+    assert result.visited_segment_ids == [memory["baking"].id]

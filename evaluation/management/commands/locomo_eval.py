@@ -8,7 +8,15 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.locomo_eval import CURVE_MAX_K, LLM_MODES, SYSTEMS, EvalOptions, EvaluationError, locomo_evaluate
+from evaluation.locomo_eval import (
+    CURVE_MAX_K,
+    DEFAULT_SYSTEMS,
+    LLM_MODES,
+    SYSTEMS,
+    EvalOptions,
+    EvaluationError,
+    locomo_evaluate,
+)
 from evaluation.report import report_html
 from evaluation.scoring import CATEGORY_NAMES
 
@@ -28,13 +36,21 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"LoCoMo JSON (default {DEFAULT_DATA})")
         parser.add_argument("--conversations", type=_csv, default=None, help="sample ids, e.g. conv-26,conv-30")
-        parser.add_argument("--systems", type=_csv, default=list(SYSTEMS), help=f"default {','.join(SYSTEMS)}")
+        parser.add_argument(
+            "--systems",
+            type=_csv,
+            default=list(DEFAULT_SYSTEMS),
+            help=f"from {','.join(SYSTEMS)} and memoryos:<stage>=<value>:… (default {','.join(DEFAULT_SYSTEMS)})",
+        )
         parser.add_argument("--k", type=int, default=10, help=f"k of recall@k and of answer context (1–{CURVE_MAX_K})")
         parser.add_argument("--llm", choices=LLM_MODES, default="offline", help="offline: no model at all")
         parser.add_argument("--answer", action="store_true", help="also answer every question and score answers")
         parser.add_argument("--out", type=Path, default=Path("results.json"))
         parser.add_argument("--report", type=Path, default=Path("report.html"))
         parser.add_argument("--tenant", default="", help="slug of the fresh tenant (default locomo-<timestamp>)")
+        parser.add_argument(
+            "--reuse", action="store_true", help="score again on the tenant --tenant that an earlier run ingested"
+        )
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(self, *args, **options) -> None:
@@ -46,6 +62,7 @@ class Command(BaseCommand):
             llm=options["llm"],
             answer=options["answer"],
             tenant_slug=options["tenant"],
+            reuse=options["reuse"],
             progress=False if options["no_progress"] else None,
         )
         try:
