@@ -86,8 +86,15 @@ class Page(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # The lexical channel of retrieval: PostgreSQL keeps it in step with the text. 'english' stems ("painting",
     # "paintings" and "painted" meet) and drops stopwords; names are stemmed alike on both sides, so they still match.
+    # A reply the system wrote (the offline reply) is never memory, so its words are not searched either.
     search = models.GeneratedField(
-        expression=SearchVector("user_message", "assistant_reply", config="english"),
+        expression=SearchVector(
+            "user_message",
+            models.Case(
+                models.When(reply_source=ReplySource.SYSTEM, then=models.Value("")), default=models.F("assistant_reply")
+            ),
+            config="english",
+        ),
         output_field=SearchVectorField(),
         db_persist=True,
     )

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memory", "0006_page_pinned_index"),
+        ("memory", "0009_job_leases"),
     ]
 
     operations = [
@@ -17,7 +17,11 @@ class Migration(migrations.Migration):
             field=models.GeneratedField(
                 db_persist=True,
                 expression=django.contrib.postgres.search.SearchVector(
-                    "user_message", "assistant_reply", config="english"
+                    "user_message",
+                    models.Case(
+                        models.When(reply_source="system", then=models.Value("")), default=models.F("assistant_reply")
+                    ),
+                    config="english",
                 ),
                 output_field=django.contrib.postgres.search.SearchVectorField(),
             ),
