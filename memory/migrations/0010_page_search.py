@@ -19,7 +19,9 @@ class Migration(migrations.Migration):
                 expression=django.contrib.postgres.search.SearchVector(
                     "user_message",
                     models.Case(
-                        models.When(reply_source="system", then=models.Value("")), default=models.F("assistant_reply")
+                        models.When(reply_source="system", then=models.Value("")),
+                        default=models.F("assistant_reply"),
+                        output_field=models.TextField(),
                     ),
                     config="english",
                 ),

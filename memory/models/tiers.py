@@ -91,7 +91,9 @@ class Page(models.Model):
         expression=SearchVector(
             "user_message",
             models.Case(
-                models.When(reply_source=ReplySource.SYSTEM, then=models.Value("")), default=models.F("assistant_reply")
+                models.When(reply_source=ReplySource.SYSTEM, then=models.Value("")),
+                default=models.F("assistant_reply"),
+                output_field=models.TextField(),
             ),
             config="english",
         ),

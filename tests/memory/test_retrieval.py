@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
-from memory.models import HeatSample, Segment
-from memory.models.tiers import HeatEvent
+from memory.models import HeatSample, Page, Segment
+from memory.models.tiers import HeatEvent, ReplySource
 from memory.retrieval import DEFAULT, PAPER, query_terms, retrieve
 from memory.services.embedding_state import embedder_for_store
 from tests import builders
@@ -185,3 +185,14 @@ def test_an_unrelated_question_heats_no_segment(space, memory):
 def test_only_segments_that_supplied_a_relevant_page_are_visited(space, memory):
     result = retrieve(space=space, query="baking sourdough bread", now=NOW)
     assert result.visited_segment_ids == [memory["baking"].id]
+
+
+def test_the_words_of_a_reply_the_system_wrote_are_not_searched(space):
+    builders.page(
+        space, user_message="Hello there.", assistant_reply="Offline zebracorn.", reply_source=ReplySource.SYSTEM
+    )
+    builders.page(space, user_message="Hi again.", assistant_reply="A zebracorn answer.")
+
+    assert list(Page.objects.filter(search="zebracorn").values_list("assistant_reply", flat=True)) == [
+        "A zebracorn answer."
+    ]
