@@ -15,9 +15,12 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -27,7 +30,7 @@ from django.conf import settings
 from django.db import connection
 
 from evaluation.fake_llm import fake_llm_server
-from memory.models import EndUser, Page, Tenant
+from memory.models import EndUser, ExportJob, JobStatus, Page, Tenant
 from memory.services.api_tokens import api_token_create
 from memory.services.audit import Actor
 from memory.services.tenancy import tenant_create
@@ -36,6 +39,7 @@ from memoryos_site.database import embedded_database_url
 REPO = Path(settings.BASE_DIR)
 LOCUSTFILE = REPO / "evaluation" / "locustfile.py"
 START_TIMEOUT = 120
+EXPORT_SETTLE_TIMEOUT = 90  # seconds the worker gets after the load to finish the exports asked for during it
 PERCENTILES = ("50%", "95%", "99%")
 
 
@@ -52,6 +56,7 @@ class LoadReport:
     acknowledged_turns: int = 0
     erased_users: int = 0
     exports: int = 0
+    exports_done: int = 0
     load_average: tuple[float, float, float] = (0.0, 0.0, 0.0)
     problems: list[str] = field(default_factory=list)
 
@@ -84,10 +89,12 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _wait(condition, *, timeout: float, what: str) -> None:
+def _wait(condition, *, timeout: float, what: str, raising: bool = True) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
+            if not raising:
+                return
             raise RuntimeError(f"{what} did not start within {timeout:.0f} s")
         time.sleep(0.5)
 
@@ -160,6 +167,31 @@ def _servers(stack: ExitStack, env: dict[str, str], out: Path, port: int) -> Non
         raise RuntimeError(f"gunicorn exited: see {out / 'gunicorn.log'}")
 
 
+def _warm_up(host: str, token: str) -> None:
+    """A few rounds of every kind of request from 8 threads, so the figures are not those of cold workers."""
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+    def send(path: str, body: dict | None) -> None:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"{host}/api/v1{path}", data=data, headers=headers)
+        try:
+            urllib.request.urlopen(request, timeout=120).close()
+        except urllib.error.HTTPError:
+            pass  # an answer is all a warm-up needs; the run itself checks the codes
+
+    def rounds(n: int) -> None:
+        who = {"user": f"warm-up-{n}", "assistant": "ava"}
+        for _ in range(3):
+            send("/chat/", {**who, "message": "Hello there, I like tea."})
+            send("/turns/", {**who, "user_message": "I like tea.", "assistant_reply": "Noted."})
+            send("/retrieve/", {**who, "query": "tea"})
+            for path in ("/pages/", "/segments/", "/knowledge/"):
+                send(path, None)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(rounds, range(8)))
+
+
 def _locust(env: dict[str, str], *, host: str, users: int, duration: int, out: Path) -> None:
     """locust headless: `users` chat sessions plus the governance user, all started within ten seconds."""
     command = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--host", host]
@@ -190,14 +222,21 @@ def load_run(*, users: int, duration: int, broker_url: str, out: Path, database_
             database_url=database_url or database_url_of_connection(), broker_url=broker_url, llm_url=llm_url, out=out
         )
         _servers(stack, env, out, port)
+        _warm_up(f"http://127.0.0.1:{port}", token)
         locust_env = {**env, "LOAD_TOKEN": token, "LOAD_LOG": str(log)}
         _locust(locust_env, host=f"http://127.0.0.1:{port}", users=users, duration=duration, out=out)
         load_average = os.getloadavg()
+        _wait(lambda: _exports_settled(tenant), timeout=EXPORT_SETTLE_TIMEOUT, what="", raising=False)
     report = LoadReport(users=users, duration_s=duration, load_average=load_average)
     _read_stats(report, out / "locust_stats.csv")
     _check(report, tenant, [json.loads(line) for line in log.read_text().splitlines() if line.strip()])
     (out / "report.json").write_text(report.as_json())
     return report
+
+
+def _exports_settled(tenant: Tenant) -> bool:
+    pending = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.RETRYING)
+    return not ExportJob.objects.filter(tenant=tenant, status__in=pending).exists()
 
 
 def _read_stats(report: LoadReport, path: Path) -> None:
@@ -231,7 +270,13 @@ def _check(report: LoadReport, tenant: Tenant, entries: list[dict]) -> None:
         report.problems.append(f"unexpected answers: {unexpected}")
     erased = {e["user"] for e in entries if e["kind"] == "erasure" and e["status"] == 200}
     report.erased_users = len(erased)
-    report.exports = sum(1 for e in entries if e["kind"] == "export")
+    exports = {e["job"]: e["user"] for e in entries if e["kind"] == "export"}
+    report.exports = len(exports)
+    done = set(ExportJob.objects.filter(pk__in=exports, status=JobStatus.DONE).values_list("pk", flat=True))
+    report.exports_done = len(done)
+    for job, user in exports.items():
+        if job not in done and user not in erased:
+            report.problems.append(f"the export {job} of {user} did not finish")
     for e in entries:
         if e["kind"] == "gone" and e["user"] not in erased:
             report.problems.append(f"retrieval for {e['user']} answered 404, yet that end user was not erased")

@@ -32,8 +32,8 @@ class Command(BaseCommand):
         self.stdout.write(report_table(report))
         self.stdout.write(
             f"requests {report.requests}, statuses {report.status_counts}, acknowledged turns "
-            f"{report.acknowledged_turns}, erasures {report.erased_users}, exports {report.exports}, "
-            f"load average {report.load_average}; report: {out / 'report.json'}"
+            f"{report.acknowledged_turns}, erasures {report.erased_users}, exports {report.exports} "
+            f"({report.exports_done} done), load average {report.load_average}; report: {out / 'report.json'}"
         )
         if report.problems:
             raise CommandError("the checks failed:\n" + "\n".join(report.problems[:50]))
