@@ -19,7 +19,7 @@ import urllib.error
 import urllib.request
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
@@ -57,6 +57,8 @@ class LoadReport:
     erased_users: int = 0
     exports: int = 0
     exports_done: int = 0
+    exports_pending: int = 0  # not finished EXPORT_SETTLE_TIMEOUT after the load: the worker's backlog, not a loss
+    queue_backlog: int = -1  # messages left in the Celery queue when the load stopped (-1: not a Redis broker)
     load_average: tuple[float, float, float] = (0.0, 0.0, 0.0)
     problems: list[str] = field(default_factory=list)
 
@@ -84,22 +86,24 @@ def database_url_of_connection() -> str:
 
 
 def free_port() -> int:
+    """A local port nothing listens on now."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 
 
-def _wait(condition, *, timeout: float, what: str, raising: bool = True) -> None:
+def _wait_until(condition: Callable[[], bool], *, timeout: float) -> bool:
+    """Poll `condition` every half second; whether it came true within `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            if not raising:
-                return
-            raise RuntimeError(f"{what} did not start within {timeout:.0f} s")
+            return False
         time.sleep(0.5)
+    return True
 
 
 def _answers(port: int) -> bool:
+    """Whether something accepts connections on the local port."""
     try:
         socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
     except OSError:
@@ -125,6 +129,7 @@ def _process(command: list[str], *, env: dict[str, str], log: Path) -> Iterator[
 
 
 def _child_env(*, database_url: str, broker_url: str, llm_url: str, out: Path) -> dict[str, str]:
+    """The environment of every child: this database, the Redis broker, the fake LLM for chat and embeddings."""
     dropped = {"DATABASE_URL", "CELERY_BROKER_URL", "PORT", "DJANGO_ALLOW_ASYNC_UNSAFE", "CELERY_TASK_ALWAYS_EAGER"}
     env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(
@@ -148,23 +153,18 @@ def _servers(stack: ExitStack, env: dict[str, str], out: Path, port: int) -> Non
     """gunicorn with 4 workers, one Celery worker (2 processes) and beat; returns once the site answers."""
     python = sys.executable
     gunicorn = [python, "-m", "gunicorn", "memoryos_site.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "4"]
-    gunicorn += [
-        "--timeout",
-        "120",
-        "--access-logfile",
-        "-",
-        "--logger-class",
-        "memoryos_site.access_log.GunicornLogger",
-    ]
+    gunicorn += ["--timeout", "120", "--access-logfile", "-"]
+    gunicorn += ["--logger-class", "memoryos_site.access_log.GunicornLogger"]
     worker = [python, "-m", "celery", "-A", "memoryos_site", "worker", "-l", "info", "--concurrency", "2"]
     worker += ["--without-gossip", "--without-mingle"]
     beat = [python, "-m", "celery", "-A", "memoryos_site", "beat", "-l", "info", "-s", str(out / "celerybeat-schedule")]
     stack.enter_context(_process(worker, env=env, log=out / "worker.log"))
     stack.enter_context(_process(beat, env=env, log=out / "beat.log"))
     site = stack.enter_context(_process(gunicorn, env=env, log=out / "gunicorn.log"))
-    _wait(lambda: _answers(port) or site.poll() is not None, timeout=START_TIMEOUT, what="gunicorn")
-    if site.poll() is not None:
-        raise RuntimeError(f"gunicorn exited: see {out / 'gunicorn.log'}")
+    # the master listens before its workers have booted: the warm-up that follows waits for them
+    started = _wait_until(lambda: _answers(port) or site.poll() is not None, timeout=START_TIMEOUT)
+    if not started or site.poll() is not None:
+        raise RuntimeError(f"gunicorn did not start: see {out / 'gunicorn.log'}")
 
 
 def _warm_up(host: str, token: str) -> None:
@@ -202,6 +202,7 @@ def _locust(env: dict[str, str], *, host: str, users: int, duration: int, out: P
 
 
 def _run_setup(tenant_slug: str) -> tuple[Tenant, str]:
+    """The run's own tenant (kept afterwards, for a look in the console) and an API token with every scope."""
     tenant = tenant_create(slug=tenant_slug, name="Load test")
     token = api_token_create(
         tenant=tenant, name="load test", scopes="read,write,govern", actor=Actor.system("load_test")
@@ -226,15 +227,27 @@ def load_run(*, users: int, duration: int, broker_url: str, out: Path, database_
         locust_env = {**env, "LOAD_TOKEN": token, "LOAD_LOG": str(log)}
         _locust(locust_env, host=f"http://127.0.0.1:{port}", users=users, duration=duration, out=out)
         load_average = os.getloadavg()
-        _wait(lambda: _exports_settled(tenant), timeout=EXPORT_SETTLE_TIMEOUT, what="", raising=False)
-    report = LoadReport(users=users, duration_s=duration, load_average=load_average)
+        backlog = _queue_length(broker_url)
+        _wait_until(lambda: _exports_settled(tenant), timeout=EXPORT_SETTLE_TIMEOUT)  # the checks report the rest
+    report = LoadReport(users=users, duration_s=duration, load_average=load_average, queue_backlog=backlog)
     _read_stats(report, out / "locust_stats.csv")
     _check(report, tenant, [json.loads(line) for line in log.read_text().splitlines() if line.strip()])
     (out / "report.json").write_text(report.as_json())
     return report
 
 
+def _queue_length(broker_url: str) -> int:
+    """How many task messages wait in the default Celery queue of a Redis broker."""
+    import redis
+
+    try:
+        return int(redis.Redis.from_url(broker_url).llen("celery"))
+    except redis.RedisError:
+        return -1
+
+
 def _exports_settled(tenant: Tenant) -> bool:
+    """Whether no export of the run's tenant is still waiting or building."""
     pending = (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.RETRYING)
     return not ExportJob.objects.filter(tenant=tenant, status__in=pending).exists()
 
@@ -274,9 +287,9 @@ def _check(report: LoadReport, tenant: Tenant, entries: list[dict]) -> None:
     report.exports = len(exports)
     done = set(ExportJob.objects.filter(pk__in=exports, status=JobStatus.DONE).values_list("pk", flat=True))
     report.exports_done = len(done)
-    for job, user in exports.items():
-        if job not in done and user not in erased:
-            report.problems.append(f"the export {job} of {user} did not finish")
+    failed = ExportJob.objects.filter(pk__in=exports, status=JobStatus.FAILED).values_list("pk", "error")
+    report.problems += [f"the export {job} failed: {error}" for job, error in failed]
+    report.exports_pending = sum(1 for job, user in exports.items() if job not in done and user not in erased)
     for e in entries:
         if e["kind"] == "gone" and e["user"] not in erased:
             report.problems.append(f"retrieval for {e['user']} answered 404, yet that end user was not erased")
@@ -288,10 +301,11 @@ def _check(report: LoadReport, tenant: Tenant, entries: list[dict]) -> None:
 
 
 def _storage_problems(tenant: Tenant, acks: list[dict], erased: set[str]) -> list[str]:
+    """Each acknowledged turn's marker is in exactly its own page, or in none once its end user is erased."""
     problems = []
     for ack in acks:
-        pages = list(Page.objects.filter(space__tenant=tenant, user_message__contains=ack["marker"]).values_list("pk"))
-        found = [pk for (pk,) in pages]
+        pages = Page.objects.filter(space__tenant=tenant, user_message__contains=ack["marker"])
+        found = list(pages.values_list("pk", flat=True))
         if ack["user"] in erased:
             if found or EndUser.objects.filter(tenant=tenant, external_id=ack["user"]).exists():
                 problems.append(f"{ack['endpoint']} page {ack['page_id']} of erased {ack['user']} is still stored")

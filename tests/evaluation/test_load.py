@@ -22,3 +22,4 @@ def test_a_minute_of_load_answers_no_5xx_and_stores_every_acknowledged_turn_exac
     assert report.server_errors == 0, report.status_counts
     assert report.problems == []
     assert report.acknowledged_turns > 20 and report.erased_users == 1 and report.exports == 1
+    assert report.exports_done == 1  # ten sessions leave the worker no backlog

@@ -13,8 +13,8 @@ class Command(BaseCommand):
     help = (
         "Start gunicorn (4 workers), a Celery worker and beat on Redis, and a fake OpenAI-compatible LLM against "
         "this database; drive them with locust (chat sessions, turns, retrieval, list reads, one export and one "
-        "erasure a minute) in a fresh tenant; then check that every acknowledged turn is stored exactly once and "
-        "nothing answered 5xx. Prints p50/p95/p99 per endpoint and writes OUT/report.json."
+        "erasure a minute) in a fresh tenant (load-<hex>, kept afterwards); then check that every acknowledged turn "
+        "is stored exactly once and nothing answered 5xx. Prints p50/p95/p99 per endpoint and writes OUT/report.json."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -33,7 +33,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"requests {report.requests}, statuses {report.status_counts}, acknowledged turns "
             f"{report.acknowledged_turns}, erasures {report.erased_users}, exports {report.exports} "
-            f"({report.exports_done} done), load average {report.load_average}; report: {out / 'report.json'}"
+            f"({report.exports_done} done, {report.exports_pending} still queued), Celery queue backlog "
+            f"{report.queue_backlog}, load average {report.load_average}; report: {out / 'report.json'}"
         )
         if report.problems:
             raise CommandError("the checks failed:\n" + "\n".join(report.problems[:50]))
