@@ -1,0 +1,118 @@
+"""A local fake OpenAI-compatible server for load tests: answers at once, never used by the product.
+
+Serves `/v1/chat/completions` (a short reply, or for the memory steps' JSON-mode prompts a JSON object in the shape
+`memory.llm_steps` validates), `/v1/embeddings` (hashed bag-of-words vectors, so retrieval still ranks by shared
+words) and `/v1/models`. It runs in a thread of the process that starts it; `fake_llm_server()` gives its base URL.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from memory.llm_steps import CHAIN_SYSTEM, KNOWLEDGE_SYSTEM, PROFILE_SYSTEM
+
+MODEL = "fake-load-model"
+EMBEDDING_DIMENSION = 64
+WORD = re.compile(r"[a-z0-9]{3,}")
+
+CHAIN_ANSWER = {
+    "continues": False,
+    "chain_summary": "The user talked about their day.",
+    "topic_summary": "The user talked about their day.",
+    "keywords": ["day", "plans", "load"],
+}
+PROFILE_ANSWER = {"profile": "The user takes part in a load test."}
+KNOWLEDGE_ANSWER = {"user_facts": ["2024-01-01: The user takes part in a load test."], "assistant_facts": []}
+ANSWERS = {CHAIN_SYSTEM: CHAIN_ANSWER, PROFILE_SYSTEM: PROFILE_ANSWER, KNOWLEDGE_SYSTEM: KNOWLEDGE_ANSWER}
+
+
+def completion_text(request: dict[str, Any]) -> str:
+    """The reply to one chat completion request: the step's JSON for a memory step, else a short sentence."""
+    messages = request.get("messages") or []
+    system = messages[0].get("content", "") if messages and messages[0].get("role") == "system" else ""
+    if system in ANSWERS:
+        return json.dumps(ANSWERS[system])
+    return "Thanks, I will remember that."
+
+
+def embedding(text: str) -> list[float]:
+    """A bag of words hashed into EMBEDDING_DIMENSION buckets (one constant bucket keeps it non-zero)."""
+    vector = [0.0] * EMBEDDING_DIMENSION
+    vector[0] = 0.1
+    for word in WORD.findall(text.lower()):
+        vector[zlib.crc32(word.encode()) % EMBEDDING_DIMENSION] += 1.0
+    return vector
+
+
+def _completion(request: dict[str, Any]) -> dict[str, Any]:
+    text = completion_text(request)
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": request.get("model", MODEL),
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": len(text) // 4, "total_tokens": 10 + len(text) // 4},
+    }
+
+
+def _embeddings(request: dict[str, Any]) -> dict[str, Any]:
+    texts = request.get("input") or []
+    texts = [texts] if isinstance(texts, str) else texts
+    data = [{"object": "embedding", "index": i, "embedding": embedding(t)} for i, t in enumerate(texts)]
+    return {"object": "list", "data": data, "model": request.get("model", MODEL), "usage": {"prompt_tokens": 0}}
+
+
+class FakeOpenAIHandler(BaseHTTPRequestHandler):
+    """The three endpoints the LLM seam and the embeddings endpoint use."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # thousands of requests; the load test's own report counts them
+
+    def _send(self, status: int, body: dict[str, Any]) -> None:
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            self._send(200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "load-test"}]})
+        else:
+            self._send(404, {"error": {"message": "not found"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        request = json.loads(self.rfile.read(length) or b"{}")
+        if self.path.endswith("/chat/completions"):
+            self._send(200, _completion(request))
+        elif self.path.endswith("/embeddings"):
+            self._send(200, _embeddings(request))
+        else:
+            self._send(404, {"error": {"message": "not found"}})
+
+
+@contextmanager
+def fake_llm_server(host: str = "127.0.0.1") -> Iterator[str]:
+    """Serve the fake in a daemon thread on a free port; yields its base URL (ending in /v1)."""
+    server = ThreadingHTTPServer((host, 0), FakeOpenAIHandler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="fake-llm", daemon=True)
+    thread.start()
+    try:
+        yield f"http://{host}:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
