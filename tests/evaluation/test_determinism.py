@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from evaluation import locomo
 from evaluation.locomo_eval import conversation_ingest
 from memory.models import MemorySpace, Page, Segment
@@ -44,6 +46,7 @@ def _rankings(space: MemorySpace, questions: list[str]) -> list[list[tuple[int, 
     ]
 
 
+@pytest.mark.skipif(not LOCOMO_DEV.exists(), reason=f"LoCoMo dev split not found at {LOCOMO_DEV}")
 def test_ingesting_a_conversation_twice_gives_identical_segments_and_rankings(db, django_capture_on_commit_callbacks):
     sample = _sample()
     questions = [qa["question"] for qa in sample["qa"][:25]]
