@@ -19,6 +19,7 @@ from memory.roles import Permission
 from memory.selectors.items import profile_version_list
 from memory.selectors.people import end_user_get
 from memory.services.governance import GovernanceError, profile_edit
+from memory.services.turns import EndUserClosed
 
 EDIT_FORMS = {"segment": SegmentEditForm, "knowledge": KnowledgeEditForm}  # one per editable kind
 
@@ -68,6 +69,8 @@ def memory_action(request: HttpRequest, slug: str, kind: str, item_id: int, acti
             return _done(request, owner_url if action == "forget" else safe_next(request, owner_url))
         except GovernanceError as exc:
             form.add_error(None, str(exc))
+        except EndUserClosed:  # erased while the form was open
+            raise Http404("No such end user") from None
     context = {"console": console, "kind": kind, "label": item_kind.label, "action": action, "item": item}
     context |= {"form": form, "next": safe_next(request, owner_url), "owner": item.end_user}
     if action == "forget":  # the same plan the forget will carry out, so the preview matches what happens
@@ -92,6 +95,8 @@ def profile_change(request: HttpRequest, slug: str, end_user_id: int) -> HttpRes
             return _done(request, safe_next(request, user_url))
         except GovernanceError as exc:
             form.add_error(None, str(exc))
+        except EndUserClosed:  # erased while the form was open
+            raise Http404("No such end user") from None
     context = {"console": console, "kind": "profile", "label": "profile", "action": "edit", "item": current}
     context |= {"form": form, "next": safe_next(request, user_url), "owner": end_user}
     return render(request, page_or_partial(request, "dashboard/action.html", "form"), context)

@@ -8,6 +8,7 @@ item and the impact counts, never the content. A corrected fact reaches the prof
 
 from __future__ import annotations
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 
 from memory.models import (
@@ -30,6 +31,7 @@ from memory.services.forgetting import (
     profile_fact_revise,
 )
 from memory.services.promotion import text_hash
+from memory.services.turns import EndUserClosed, end_user_write_lock
 
 MAX_MEMORY_TEXT = 4000
 
@@ -80,6 +82,21 @@ def _audit(item, *, actor: Actor, action: str, reason: str, before=None, after=N
 FLAG_VERBS = {"pinned": ("pin", "unpin"), "locked": ("lock", "unlock")}  # a flag's audit verbs when set, cleared
 
 
+def _owner_lock(end_user: EndUser) -> None:
+    """The per-user write lock erasure waits for: a change either commits before an erasure deletes the user's
+    memory or is refused (EndUserClosed) once the user is gone. A deactivated user's memory may still be governed."""
+    end_user_write_lock(end_user, inactive_ok=True)
+
+
+def _item_owner_lock(item) -> None:
+    """The write lock of the item's owner; EndUserClosed when its space or owner is already gone (erased)."""
+    try:
+        owner = item.end_user
+    except ObjectDoesNotExist:
+        raise EndUserClosed(erased=True) from None
+    _owner_lock(owner)
+
+
 def _has_flag(item, flag: str) -> bool:
     """Whether the item's model has the flag: a page has no lock, a profile version no pin."""
     return flag in FLAG_VERBS and any(field.name == flag for field in item._meta.concrete_fields)
@@ -95,6 +112,7 @@ def memory_flag_set(*, item, flag: str, value: bool, actor: Actor, reason: str, 
     if not _has_flag(item, flag):
         raise GovernanceError(f"a {type(item).__name__} cannot be {flag}")
     reason = _reason(reason)
+    _item_owner_lock(item)
     if getattr(item, flag) == value:
         return False
     setattr(item, flag, value)
@@ -148,6 +166,7 @@ def _segment_summary_set(
 def page_update(*, page: Page, pinned: bool | None = None, actor: Actor, reason: str, request_id: str = "") -> bool:
     """Pin or unpin a page (its text is what was said: never edited). Returns whether anything changed."""
     reason = _reason(reason)
+    _item_owner_lock(page)
     return _flags_set(page, {"pinned": pinned}, actor=actor, reason=reason, request_id=request_id)
 
 
@@ -168,6 +187,7 @@ def segment_update(
     Each change is audited (the edit first); an unchanged flag is not. Returns whether anything changed.
     """
     reason = _reason(reason)
+    _item_owner_lock(segment)
     if summary is None and keywords is not None:
         raise GovernanceError("the keywords need the summary they describe")
     who = {"actor": actor, "reason": reason, "request_id": request_id}
@@ -190,6 +210,7 @@ def knowledge_update(
 ) -> bool:
     """Correct a knowledge entry's text (re-embedded), pin or lock it, all or nothing; each change audited."""
     reason = _reason(reason)
+    _item_owner_lock(entry)
     who = {"actor": actor, "reason": reason, "request_id": request_id}
     if text is not None:
         _knowledge_text_set(entry=entry, text=text, **who)
@@ -203,6 +224,7 @@ def profile_version_update(
 ) -> bool:
     """Lock or unlock a profile version (a new text is a new version: profile_edit). Returns whether it changed."""
     reason = _reason(reason)
+    _item_owner_lock(version)
     return _flags_set(version, {"locked": locked}, actor=actor, reason=reason, request_id=request_id)
 
 
@@ -210,6 +232,7 @@ def profile_version_update(
 def profile_edit(*, end_user: EndUser, text: str, actor: Actor, reason: str, request_id: str = "") -> ProfileVersion:
     """Write a new profile version by hand (the previous versions stay)."""
     text, reason = _text(text, "profile"), _reason(reason)
+    _owner_lock(end_user)
     current = ProfileVersion.objects.filter(end_user=end_user).order_by("-number").first()
     author = ProfileAuthor.END_USER if actor.kind == "end_user" else ProfileAuthor.OPERATOR
     version = ProfileVersion.objects.create(
@@ -228,6 +251,7 @@ def profile_edit(*, end_user: EndUser, text: str, actor: Actor, reason: str, req
 def page_forget(*, page: Page, actor: Actor, reason: str, request_id: str = "") -> ForgetImpact:
     """Hard-delete a page, what was derived from it and copies of what the user said in it (see forgetting)."""
     reason = _reason(reason)
+    _item_owner_lock(page)
     plan = plan_pages_forget(end_user=page.end_user, pages=[page])
     return plan_apply(plan, item=page, actor=actor, reason=reason, request_id=request_id)
 
@@ -236,6 +260,7 @@ def page_forget(*, page: Page, actor: Actor, reason: str, request_id: str = "") 
 def segment_forget(*, segment: Segment, actor: Actor, reason: str, request_id: str = "") -> ForgetImpact:
     """Hard-delete a segment with its pages and heat history, and what was derived from them."""
     reason = _reason(reason)
+    _item_owner_lock(segment)
     pages = list(Page.objects.filter(segment=segment).order_by("seq").without_vectors())
     plan = plan_pages_forget(end_user=segment.end_user, pages=pages, segment=segment)
     return plan_apply(plan, item=segment, actor=actor, reason=reason, request_id=request_id)
@@ -245,6 +270,7 @@ def segment_forget(*, segment: Segment, actor: Actor, reason: str, request_id: s
 def knowledge_forget(*, entry: KnowledgeEntry, actor: Actor, reason: str, request_id: str = "") -> ForgetImpact:
     """Hard-delete a fact; the profile lines stating it are re-derived (with a model: by the worker)."""
     reason = _reason(reason)
+    _item_owner_lock(entry)
     plan = plan_knowledge_forget(entry=entry)
     return plan_apply(plan, item=entry, actor=actor, reason=reason, request_id=request_id)
 
@@ -253,6 +279,7 @@ def knowledge_forget(*, entry: KnowledgeEntry, actor: Actor, reason: str, reques
 def profile_version_forget(*, version: ProfileVersion, actor: Actor, reason: str, request_id: str = "") -> ForgetImpact:
     """Delete one profile version; if it was the current one, the previous version becomes current."""
     reason = _reason(reason)
+    _item_owner_lock(version)
     plan = plan_profile_version_forget(version=version)
     return plan_apply(plan, item=version, actor=actor, reason=reason, request_id=request_id)
 
@@ -264,6 +291,7 @@ def profile_version_forget(*, version: ProfileVersion, actor: Actor, reason: str
 def memory_pause_set(*, space: MemorySpace, paused: bool, actor: Actor, reason: str, request_id: str = "") -> bool:
     """Pause (turns still answered, nothing kept beyond STM) or resume memory for one user and assistant."""
     reason = _reason(reason)
+    _item_owner_lock(space)
     changed = MemorySpace.objects.filter(pk=space.pk).exclude(paused=paused).update(paused=paused) == 1
     space.paused = paused
     if changed:

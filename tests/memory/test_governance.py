@@ -10,6 +10,7 @@ import pytest
 from memory.models import AuditEntry, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
 from memory.models.tiers import ProfileAuthor
 from memory.services.audit import Actor, audit_verify
+from memory.services.gdpr import user_erase
 from memory.services.governance import (
     GovernanceError,
     knowledge_forget,
@@ -23,6 +24,7 @@ from memory.services.governance import (
     segment_update,
 )
 from memory.services.promotion import segment_promote
+from memory.services.turns import EndUserClosed
 from tests import builders
 from tests.builders import T0
 
@@ -190,3 +192,22 @@ def test_pausing_memory_is_audited_and_idempotent(space):
     assert not memory_pause_set(space=space, paused=True, actor=end_user_actor, reason="holiday")
     assert MemorySpace.objects.get(pk=space.pk).paused
     assert AuditEntry.objects.get().action == "memory.pause"
+
+
+def test_a_change_landing_after_the_users_erasure_is_refused_not_half_stored(space):
+    fact = builders.knowledge(space.end_user)
+    page = builders.page(space, user_message="I keep bees on my balcony.")
+    user_erase(end_user=space.end_user, actor=OPERATOR, legal_basis="GDPR Art. 17", dry_run=False)
+
+    with pytest.raises(EndUserClosed):
+        knowledge_update(entry=fact, text="The user keeps wasps", actor=OPERATOR, reason="late correction")
+    with pytest.raises(EndUserClosed):
+        page_forget(page=page, actor=OPERATOR, reason="late forget")
+    assert not KnowledgeEntry.objects.exists() and not Page.objects.exists()
+
+
+def test_a_deactivated_users_memory_can_still_be_governed(space):
+    fact = builders.knowledge(space.end_user)
+    type(space.end_user).objects.filter(pk=space.end_user_id).update(is_active=False)
+
+    assert knowledge_update(entry=fact, pinned=True, actor=OPERATOR, reason="keep it")
