@@ -152,9 +152,8 @@ def _export_write(job: ExportJob, attempt: int) -> Path | None:
     data = user_export_data(end_user=job.end_user)
     _progress(job.pk, attempt, 40)
     summary = export_summary_html(data)
-    _progress(job.pk, attempt, 70)
-    if not _still_wanted(job.pk):
-        return None
+    if not _progress(job.pk, attempt, 70):
+        return None  # cancelled (the user is being erased), gone, or taken over: write nothing
     path = _bundle_write(job, data, summary, attempt)
     if path is None or _progress(job.pk, attempt, 90):
         return path
