@@ -149,14 +149,10 @@ def _user_pages(end_user: EndUser):
 
 def _own_quotes(end_user: EndUser, pages: list[Page]) -> list[Quote]:
     """Quotes of the forgotten pages' user text that no other page of the user also says (theirs too, then)."""
-    forgotten = [p.pk for p in pages]
-    quotes = []
-    for candidate in quotes_of(p.user_message for p in pages):
-        others = _user_pages(end_user).exclude(pk__in=forgotten)
-        if candidate.anchor:
-            others = others.filter(user_message__icontains=candidate.anchor)
-        if not any(said_in(candidate.text, text) for text in others.values_list("user_message", flat=True)):
-            quotes.append(candidate)
+    candidates = quotes_of(p.user_message for p in pages)
+    others = _quoting(_user_pages(end_user).exclude(pk__in=[p.pk for p in pages]), ["user_message"], candidates)
+    said_elsewhere = list(others.values_list("user_message", flat=True))  # one read for every candidate
+    quotes = [c for c in candidates if not any(said_in(c.text, text) for text in said_elsewhere)]
     return quotes + _restated(pages, quotes)
 
 
