@@ -22,6 +22,7 @@ from memory.models.tiers import PageSource, ReplySource
 from memory.retrieval import RetrievalResult, retrieve
 from memory.services.audit import Actor
 from memory.services.governance import reply_memory_record
+from memory.services.heat_samples import segment_visits_queue
 from memory.services.replies import chat_reply_claim, chat_reply_complete, chat_reply_fail
 from memory.services.turns import InvalidTurn, end_user_closed_check, space_get_or_create, turn_record
 from memory.step_types import Usage
@@ -101,9 +102,10 @@ def reply_generate(
 ) -> ReplyResult:
     """Answer `message` from memory and store the turn; a second submit with the same key answers nothing new.
 
-    Steps: claim the reply by (space, key), retrieve (recording segment visits unless memory is paused), build the
-    prompt within CHAT_PROMPT_TOKEN_BUDGET, generate (one LLM call, or the offline reply), then in one transaction
-    record the turn, complete the reply and audit the memory it used. An LLM failure marks the reply failed with
+    Steps: claim the reply by (space, key), retrieve, build the prompt within CHAT_PROMPT_TOKEN_BUDGET, generate
+    (one LLM call, or the offline reply), then in one transaction record the turn, queue a visit to each segment
+    whose relevant page reached the prompt (unless memory is paused), complete the reply and audit the memory it
+    used. An LLM failure marks the reply failed with
     its reason and stores no page; the same key may then be sent again. Raises InvalidMessage for a bad message
     InvalidTurn when the user and assistant belong to different tenants, and EndUserClosed when the end user is
     deactivated or erased while the reply is made (nothing of it is kept then).
@@ -123,7 +125,7 @@ def reply_generate(
     now = now or timezone.now()
     mode = "llm" if llm_configured() else "offline"
     try:
-        retrieval = retrieve(space=space, query=message, record_visits=not space.paused, now=now)
+        retrieval = retrieve(space=space, query=message, record_visits=False, now=now)
         prompt = prompt_build(
             assistant=assistant, retrieval=retrieval, message=message, now=now, budget=settings.CHAT_PROMPT_TOKEN_BUDGET
         )
@@ -140,6 +142,15 @@ def reply_generate(
         end_user_closed_check(end_user)  # an erasure under way explains the failure: a refusal, not a bug
         raise
     return ReplyResult(reply=reply, text=page_text, retrieval=retrieval)
+
+
+def _visits_queue(space: MemorySpace, retrieval: RetrievalResult, prompt: Prompt, now: datetime) -> list[int]:
+    """A visit to each segment that supplied a relevant page the prompt kept; none while memory is paused."""
+    if space.paused:
+        return []
+    kept = {item.id for item in prompt.kept if item.kind == "page"}
+    retrieval.visited_segment_ids = segment_visits_queue(segment_ids=retrieval.relevant_segment_ids(kept), now=now)
+    return retrieval.visited_segment_ids
 
 
 class _Failed(Exception):
@@ -175,11 +186,12 @@ def _store(
     actor: Actor,
     now: datetime,
 ) -> str:
-    """Record the turn, complete the reply and audit the memory it used, all or nothing."""
+    """Record the turn, count the visits, complete the reply and audit the memory it used, all or nothing."""
     used = generated.used if generated.used is not None else memory_used(retrieval, prompt)
     dropped = [item.as_dropped() for item in prompt.dropped]
     try:
         with transaction.atomic():
+            used["visited_segment_ids"] = _visits_queue(space, retrieval, prompt, now)
             recorded = turn_record(
                 end_user=space.end_user,
                 assistant=space.assistant,

@@ -50,6 +50,8 @@ from memory.services.turns import space_get_or_create, turn_record
 
 BENCH_LLM_URL = "http://bench-llm.invalid/v1"  # never contacted: the seam holds BenchLLM
 OVERFLOW_TASK = "memory.tasks.stm_overflow_task"
+VISITS_TASK = "memory.tasks.segment_visits_apply_task"
+VISITS_NOTE = "the worker counting the visits one retrieval queued (run after each retrieval here, not batched)"
 PROMOTE_TASK = "memory.tasks.segment_promote_task"
 USER_PAGE_NOTE = (
     "stand-in until the dashboard's user page exists: ORM reads of everything that page shows for a full user "
@@ -165,8 +167,9 @@ def _measure(tenant: Tenant, users: list[BenchUser], options: BenchOptions, llm:
     generator = TextGenerator(options.seed + 10_000)
     spaces = MemorySpace.objects.select_related("end_user", "assistant").in_bulk([u.space_id for u in users])
     result: dict = {}
-    retrievals, prompts = _retrieval_and_prompt(spaces, options, rng, generator)
+    retrievals, prompts = _retrieval_and_prompt(spaces, options, rng, generator, clock)
     result["retrieval_ms"] = percentiles(retrievals, P3) | {"samples": len(retrievals), "record_visits": True}
+    result["visits_task_ms"] = percentiles(clock.own.get(VISITS_TASK, []), P3) | {"note": VISITS_NOTE}
     result["prompt_assembly_ms"] = percentiles(prompts, P3) | {"note": PROMPT_NOTE}
     result.update(_turns_at_full_mtm(spaces, options, rng, generator, clock, llm))
     result["ingest"] = _ingest(tenant, options, generator, clock, llm)
@@ -177,15 +180,20 @@ def _measure(tenant: Tenant, users: list[BenchUser], options: BenchOptions, llm:
     return result
 
 
-def _retrieval_and_prompt(spaces: dict, options: BenchOptions, rng: random.Random, generator: TextGenerator):
+def _retrieval_and_prompt(
+    spaces: dict, options: BenchOptions, rng: random.Random, generator: TextGenerator, clock: TaskClock
+):
+    """Retrieval as a request sees it (the visits it queues are counted by the worker, timed apart), and prompt
+    assembly."""
     retrievals, prompts = [], []
+    clock.take_top_level_ms()
     speakers = Speakers(user="User", assistant="Assistant")
     for _ in tqdm(range(options.samples), desc="retrieval", disable=_disabled(options)):
         space = spaces[rng.choice(list(spaces))]
         query = generator.question(generator.topic())
         started = perf_counter()
         result = retrieve(space=space, query=query)
-        retrievals.append((perf_counter() - started) * 1000)
+        retrievals.append((perf_counter() - started) * 1000 - clock.take_top_level_ms())
         started = perf_counter()
         memory_text(_prompt_context(result), speakers)
         prompts.append((perf_counter() - started) * 1000)

@@ -11,33 +11,37 @@ of queries whatever the size of memory (pinned in tests/memory/test_retrieval.py
 
 from __future__ import annotations
 
-import math
-import operator
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import reduce
 
 import numpy as np
 from django.conf import settings
-from django.contrib.postgres.search import SearchQuery, SearchRank
-from django.db.models import Case, Count, F, FloatField, IntegerField, Q, Subquery, Value, When
-from django.db.models.functions import Coalesce
+from django.db import connection
+from django.db.models import F, FloatField, Q, Value, Window
+from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
+from pgvector import Vector
 from pgvector.django import CosineDistance
 
 from memory.heat import f_score, jaccard
 from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
 from memory.models.tiers import KnowledgeKind, Tier
 from memory.services.embedding_state import embedder_for_store
-from memory.services.heat_samples import segment_visits_record
+from memory.services.heat_samples import segment_visits_queue
 from memory.text import STOPWORDS, extract_keywords
 from memory.timeframes import TimeRange, query_time_range
 
 
-def _similarity(vector: np.ndarray):
-    """cosine similarity = 1 − cosine distance; rows without a vector score 0."""
+def _similarity(vector: np.ndarray | Value):
+    """cosine similarity = 1 − cosine distance; rows without a vector score 0. `vector` may be the literal built
+    once by `_vector_literal` for the several queries of one retrieval."""
     return Coalesce(Value(1.0) - CosineDistance("embedding", vector), Value(0.0), output_field=FloatField())
+
+
+def _vector_literal(vector: np.ndarray) -> Value:
+    """The query vector as the SQL literal pgvector would build, formatted once rather than once per query."""
+    return Value(Vector(vector).to_text())
 
 
 # --- Used by updating (memory.services.updating) ----------------------------------------------------------------
@@ -175,6 +179,18 @@ class RetrievalResult:
     pinned_knowledge: list[KnowledgeEntry] = field(default_factory=list)
     visited_segment_ids: list[int] = field(default_factory=list)
 
+    def relevant_segment_ids(self, page_ids: set[int] | None = None) -> list[int]:
+        """The segments that supplied a page relevant to the query (cosine ≥ MEMORY_VISIT_RELEVANCE), among the
+        pages `page_ids` (those that reached the prompt) or all retrieved pages; ascending."""
+        floor = settings.MEMORY_VISIT_RELEVANCE
+        return sorted(
+            {
+                p.page.segment_id
+                for p in self.pages
+                if p.score >= floor and p.page.segment_id is not None and (page_ids is None or p.page.id in page_ids)
+            }
+        )
+
     def used(self) -> dict:
         """The ids and scores of everything used, as JSON-ready data."""
         return {
@@ -212,67 +228,81 @@ def retrieve(
 ) -> RetrievalResult:
     """STM + the best mid-term pages + profile + top user/assistant knowledge + pinned memories. No LLM call.
 
-    Side effect (unless `record_visits` is False, as in the operator's context preview): each segment that
-    supplied a page relevant to the query (cosine ≥ MEMORY_VISIT_RELEVANCE) gets N_visit += 1, a new last-touch
-    time and a heat sample; a question about something else heats nothing.
+    Side effect (unless `record_visits` is False, as in the operator's context preview and in chat, which records
+    the visits of what reached its prompt): a visit is queued for each segment that supplied a page relevant to the
+    query (cosine ≥ MEMORY_VISIT_RELEVANCE), one small INSERT; the worker counts it (N_visit += 1, last touch, heat
+    sample). A question about something else heats nothing.
     """
     now = now or timezone.now()
     config = config or retrieval_config()
     result = RetrievalResult(query=query, query_keywords=extract_keywords(query))
-    result.short_term = list(Page.objects.filter(space=space, tier=Tier.SHORT_TERM).without_vectors().order_by("seq"))
+    _recent_and_pinned_pages(space, result)
     result.profile = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number").first()
     if result.profile is not None and result.profile.stale:
         result.profile = None  # derived from forgotten or corrected memory: withheld until the worker re-derives it
-    _retrieve_pinned(space, result)
+    _retrieve_pinned_knowledge(space, result)
+    top: list[_SegmentScore] = []
     if query.strip():
-        vector = embedder_for_store().embed([query])[0]
+        vector = _vector_literal(embedder_for_store().embed([query])[0])
         segments = _score_segments(space, vector, result.query_keywords)
-        result.segments = segments[: settings.MEMORY_RETRIEVE_SEGMENTS]
+        top = segments[: settings.MEMORY_RETRIEVE_SEGMENTS]
         _retrieve_knowledge(space, vector, result)
         if config.segment_gate:
-            _retrieve_pages_gated(vector, result)
+            _retrieve_pages_gated(vector, [s.id for s in top], result)
         else:
             _retrieve_pages_fused(space, vector, segments, result, config, now)
-        if record_visits:
-            result.visited_segment_ids = segment_visits_record(segment_ids=_relevant_segments(result), now=now)
+    _segments_attach(space, result, top)
+    if record_visits:
+        result.visited_segment_ids = segment_visits_queue(segment_ids=result.relevant_segment_ids(), now=now)
     return result
 
 
-def _relevant_segments(result: RetrievalResult) -> set[int]:
-    floor = settings.MEMORY_VISIT_RELEVANCE
-    return {p.page.segment_id for p in result.pages if p.score >= floor and p.page.segment_id is not None}
+def _score_segments(space: MemorySpace, vector: Value, query_keywords: list[str]) -> list[_SegmentScore]:
+    """F(query) for every segment of the space (at most MTM capacity rows), best first, ties by id.
 
-
-def _score_segments(space: MemorySpace, vector: np.ndarray, query_keywords: list[str]) -> list[ScoredSegment]:
-    """F(query) for every segment of the space (at most MTM capacity rows), best first, ties by id."""
-    rows = Segment.objects.filter(space=space).annotate(cosine=_similarity(vector)).without_vectors()
+    Reads three columns per segment; the few segments a result shows are loaded afterwards (`_segments_attach`).
+    """
+    rows = (
+        Segment.objects.filter(space=space).annotate(cosine=_similarity(vector)).values_list("id", "cosine", "keywords")
+    )
     scored = [
-        ScoredSegment(
-            segment=s,
-            score=f_score(s.cosine, query_keywords, s.keywords),
-            cosine=float(s.cosine),
-            keyword_overlap=jaccard(query_keywords, s.keywords),
-        )
-        for s in rows
+        _SegmentScore(id=i, score=f_score(c, query_keywords, k), cosine=float(c), overlap=jaccard(query_keywords, k))
+        for i, c, k in rows
     ]
-    return sorted(scored, key=lambda s: (-s.score, s.segment.id))
+    return sorted(scored, key=lambda s: (-s.score, s.id))
 
 
-def _retrieve_pages_gated(vector: np.ndarray, result: RetrievalResult) -> None:
+@dataclass(frozen=True)
+class _SegmentScore:
+    id: int
+    score: float
+    cosine: float
+    overlap: float
+
+
+def _segments_attach(space: MemorySpace, result: RetrievalResult, top: list[_SegmentScore]) -> None:
+    """Load in one query (no vectors) the top segments, those of the ranked pages and the pinned segments."""
+    wanted = {s.id for s in top} | {p.page.segment_id for p in result.ranked if p.page.segment_id is not None}
+    rows = Segment.objects.filter(Q(id__in=wanted) | Q(space=space, pinned=True)).without_vectors().order_by("id")
+    by_id = {segment.id: segment for segment in rows}
+    result.segments = [ScoredSegment(by_id[s.id], s.score, s.cosine, s.overlap) for s in top if s.id in by_id]
+    result.pinned_segments = [segment for segment in by_id.values() if segment.pinned and segment.space_id == space.id]
+    for scored in result.ranked:
+        scored.page.segment = by_id.get(scored.page.segment_id)
+
+
+def _retrieve_pages_gated(vector: Value, segment_ids: list[int], result: RetrievalResult) -> None:
     """The paper: the top m segments' pages by cosine."""
-    if not result.segments:
+    if not segment_ids:
         return
-    by_id = {s.segment.id: s.segment for s in result.segments}
     pages = (
-        Page.objects.filter(segment_id__in=list(by_id))
+        Page.objects.filter(segment_id__in=segment_ids)
         .annotate(score=_similarity(vector))
         .without_vectors()
         .order_by("-score", "-seq")[: settings.MEMORY_RETRIEVE_PAGES]
     )
     result.pages = [ScoredPage(page=p, score=float(p.score), found_by={"vector": float(p.score)}) for p in pages]
     result.ranked = list(result.pages)
-    for scored in result.pages:
-        scored.page.segment = by_id.get(scored.page.segment_id)
 
 
 @dataclass
@@ -288,8 +318,8 @@ class _Candidate:
 
 def _retrieve_pages_fused(
     space: MemorySpace,
-    vector: np.ndarray,
-    segments: list[ScoredSegment],
+    vector: Value,
+    segments: list[_SegmentScore],
     result: RetrievalResult,
     config: RetrievalConfig,
     now: datetime,
@@ -317,15 +347,12 @@ def _retrieve_pages_fused(
     ranked = sorted((c for c in candidates.values() if c.id in pages), key=lambda c: (-c.fused, -c.cosine, c.id))
     result.ranked = [ScoredPage(pages[c.id], c.cosine, c.fused, c.found_by) for c in ranked[:limit]]
     result.pages = [p for p in result.ranked if p.page.tier == Tier.MID_TERM]
-    by_id = {s.segment.id: s.segment for s in segments}
-    for scored in result.ranked:
-        scored.page.segment = by_id.get(scored.page.segment_id)
 
 
 def _vector_list(
     space: MemorySpace,
-    vector: np.ndarray,
-    segments: list[ScoredSegment],
+    vector: Value,
+    segments: list[_SegmentScore],
     config: RetrievalConfig,
     candidates: dict[int, _Candidate],
 ) -> list[int]:
@@ -336,7 +363,7 @@ def _vector_list(
         .order_by("-cosine", "id")
         .values_list("id", "seq", "segment_id", "cosine")[:CANDIDATES]
     )
-    f_of = {s.segment.id: s.score for s in segments}
+    f_of = {s.id: s.score for s in segments}
     scored = []
     for page_id, seq, segment_id, cosine in rows:
         candidate = candidates.setdefault(page_id, _Candidate(page_id, seq))
@@ -355,39 +382,56 @@ def query_terms(query: str) -> list[str]:
     return terms[:MAX_QUERY_TERMS]
 
 
+LEXICAL_SQL = """
+WITH hits AS (
+    SELECT id, seq, ts_rank_cd(search, {either}) AS rank, {matches}
+    FROM {page} WHERE space_id = %(space)s AND search @@ {either}
+), totals AS (
+    SELECT (SELECT count(*) FROM {page} WHERE space_id = %(space)s) AS n, {frequencies} FROM hits
+)
+SELECT id, seq, {flags}, {weight} AS weight, rank
+FROM hits, totals
+ORDER BY weight DESC, rank DESC, id
+LIMIT %(limit)s
+"""
+
+
+def _lexical_sql(n_terms: int) -> str:
+    """The full-text channel for `n_terms` terms (named %(t0)s…): matching pages with the terms they hold, best
+    first by the summed IDF of those terms, ln(1 + (N − df + ½) / (df + ½)) as in BM25, then by ts_rank_cd."""
+    term = [f"plainto_tsquery('english', %(t{i})s)" for i in range(n_terms)]
+    return LEXICAL_SQL.format(
+        page=Page._meta.db_table,
+        either="(" + " || ".join(term) + ")",
+        matches=", ".join(f"(search @@ {q})::int AS m{i}" for i, q in enumerate(term)),
+        frequencies=", ".join(f"sum(m{i}) AS d{i}" for i in range(n_terms)),
+        flags=", ".join(f"m{i}" for i in range(n_terms)),
+        weight=" + ".join(f"m{i} * ln(1.0 + (n - d{i} + 0.5) / (d{i} + 0.5))" for i in range(n_terms)),
+    )
+
+
 def _lexical_list(space: MemorySpace, query: str, candidates: dict[int, _Candidate]) -> list[int]:
     """Pages holding any of the query's terms, best first by the summed IDF of the terms they hold (rare words
-    and names count most), then by ts_rank_cd (terms close together), then id. One query."""
+    and names count most), then by ts_rank_cd (terms close together), then id. One query, at most CANDIDATES rows:
+    the document frequencies are counted in the database."""
     terms = query_terms(query)
     if not terms:
         return []
-    queries = [SearchQuery(term, config="english") for term in terms]
-    matches = {
-        f"m{i}": Case(When(search=q, then=1), default=0, output_field=IntegerField()) for i, q in enumerate(queries)
-    }
-    either = reduce(operator.or_, queries)
-    total = Page.objects.filter(space=space).values("space").annotate(n=Count("id")).values("n")
-    rows = list(
-        Page.objects.filter(space=space, search=either)
-        .annotate(rank=SearchRank(F("search"), either, cover_density=True), total=Subquery(total), **matches)
-        .values_list("id", "seq", "rank", "total", *matches)
-    )
-    if not rows:
-        return []
-    n = rows[0][3]
-    df = [sum(row[4 + i] for row in rows) for i in range(len(terms))]
-    idf = [math.log(1.0 + (n - d + 0.5) / (d + 0.5)) for d in df]
-    scored = []
-    for page_id, seq, rank, _, *hit in rows:
-        words = [term for term, h in zip(terms, hit, strict=True) if h]
-        weight = math.fsum(w for w, h in zip(idf, hit, strict=True) if h)  # fsum: the same total in any order
+    params = {"space": space.id, "limit": CANDIDATES, **{f"t{i}": term for i, term in enumerate(terms)}}
+    with connection.cursor() as cursor:
+        cursor.execute(_lexical_sql(len(terms)), params)
+        rows = cursor.fetchall()
+    ranking = []
+    for page_id, seq, *flags_weight_rank in rows:
+        flags = flags_weight_rank[: len(terms)]
+        words = [term for term, hit in zip(terms, flags, strict=True) if hit]
         candidates.setdefault(page_id, _Candidate(page_id, seq)).found_by["words"] = words
-        scored.append((weight, float(rank), page_id))
-    return [page_id for _, _, page_id in sorted(scored, key=lambda s: (-s[0], -s[1], s[2]))[:CANDIDATES]]
+        ranking.append(page_id)
+    return ranking
 
 
 def _time_list(
-    space: MemorySpace, vector: np.ndarray, time_range: TimeRange, candidates: dict[int, _Candidate]
+    space: MemorySpace, vector: Value, time_range: TimeRange, candidates: dict[int, _Candidate]
 ) -> list[int]:
     """Pages dated in the question's range, nearest by cosine first."""
     pages = Page.objects.filter(space=space)
@@ -443,7 +487,7 @@ def _neighbour_seqs(hits: list[_Candidate]) -> dict[int, int]:
     return seqs
 
 
-def _load(space: MemorySpace, ids: list[int], neighbour_seqs: dict[int, int], vector: np.ndarray) -> dict[int, Page]:
+def _load(space: MemorySpace, ids: list[int], neighbour_seqs: dict[int, int], vector: Value) -> dict[int, Page]:
     """The pooled candidates and the hits' neighbours in one query, each with its cosine."""
     wanted = Q(id__in=ids) | Q(seq__in=list(neighbour_seqs)) if neighbour_seqs else Q(id__in=ids)
     pages = Page.objects.filter(space=space).filter(wanted).annotate(cosine=_similarity(vector)).without_vectors()
@@ -472,21 +516,35 @@ def _fuse_neighbours(
         del pages[page_id]
 
 
-def _retrieve_knowledge(space: MemorySpace, vector: np.ndarray, result: RetrievalResult) -> None:
+def _retrieve_knowledge(space: MemorySpace, vector: Value, result: RetrievalResult) -> None:
+    """The best MEMORY_RETRIEVE_KNOWLEDGE facts about the user and about this assistant, in one query."""
     limit = settings.MEMORY_RETRIEVE_KNOWLEDGE
-    user = KnowledgeEntry.objects.filter(end_user_id=space.end_user_id, kind=KnowledgeKind.USER)
-    assistant = KnowledgeEntry.objects.filter(
-        end_user_id=space.end_user_id, assistant_id=space.assistant_id, kind=KnowledgeKind.ASSISTANT
+    ranked = (
+        KnowledgeEntry.objects.filter(end_user_id=space.end_user_id)
+        .filter(Q(kind=KnowledgeKind.USER) | Q(kind=KnowledgeKind.ASSISTANT, assistant_id=space.assistant_id))
+        .annotate(score=_similarity(vector))
+        .annotate(rank=Window(RowNumber(), partition_by=F("kind"), order_by=[F("score").desc(), F("id").desc()]))
+        .filter(rank__lte=limit)
+        .without_vectors()
+        .order_by("kind", "rank")
     )
-    for queryset, target in ((user, result.user_knowledge), (assistant, result.assistant_knowledge)):
-        scored = queryset.annotate(score=_similarity(vector)).without_vectors().order_by("-score", "-id")[:limit]
-        target.extend(ScoredKnowledge(entry=e, score=float(e.score)) for e in scored)
+    for entry in ranked:
+        target = result.user_knowledge if entry.kind == KnowledgeKind.USER else result.assistant_knowledge
+        target.append(ScoredKnowledge(entry=entry, score=float(entry.score)))
 
 
-def _retrieve_pinned(space: MemorySpace, result: RetrievalResult) -> None:
-    """Pinned memories are always included: pages and segments of this space, the user's knowledge."""
-    result.pinned_pages = list(Page.objects.filter(space=space, pinned=True).without_vectors().order_by("seq"))
-    result.pinned_segments = list(Segment.objects.filter(space=space, pinned=True).without_vectors().order_by("id"))
+def _recent_and_pinned_pages(space: MemorySpace, result: RetrievalResult) -> None:
+    """Short-term pages and pinned pages of the space, in one query (both in page order)."""
+    pages = Page.objects.filter(Q(tier=Tier.SHORT_TERM) | Q(pinned=True), space=space).without_vectors().order_by("seq")
+    for page in pages:
+        if page.tier == Tier.SHORT_TERM:
+            result.short_term.append(page)
+        if page.pinned:
+            result.pinned_pages.append(page)
+
+
+def _retrieve_pinned_knowledge(space: MemorySpace, result: RetrievalResult) -> None:
+    """Pinned knowledge is always included: the user's, and this assistant's about itself."""
     result.pinned_knowledge = list(
         KnowledgeEntry.objects.filter(end_user_id=space.end_user_id, pinned=True)
         .filter(Q(kind=KnowledgeKind.USER) | Q(assistant_id=space.assistant_id))

@@ -9,6 +9,7 @@ from celery import shared_task
 from memory.embeddings import EmbeddingUnavailable
 from memory.services.forgetting import profile_rederive
 from memory.services.gdpr_export import export_build, exports_expire
+from memory.services.heat_samples import segment_visits_apply
 from memory.services.jobs import RETRY_DELAYS, jobs_requeue
 from memory.services.promotion import segment_promote
 from memory.services.updating import pages_place
@@ -50,6 +51,12 @@ def segment_promote_task(self, segment_id: int) -> None:
 def jobs_requeue_task() -> dict[str, int]:
     """Queue again placements, promotions and exports whose worker died or whose message was lost (beat, 1 min)."""
     return jobs_requeue()
+
+
+@shared_task(acks_late=True)
+def segment_visits_apply_task() -> int:
+    """Count the segment visits retrieval queued (N_visit, last touch, heat samples); a second run finds none."""
+    return segment_visits_apply()
 
 
 @shared_task(acks_late=True)

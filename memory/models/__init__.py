@@ -14,7 +14,7 @@ from memory.models.integration import (
     ReplyStatus,
 )
 from memory.models.tenancy import Assistant, EndUser, Membership, MemorySpace, Role, Tenant
-from memory.models.tiers import HeatSample, KnowledgeEntry, Page, ProfileVersion, Segment
+from memory.models.tiers import HeatSample, KnowledgeEntry, Page, ProfileVersion, Segment, SegmentVisit
 
 __all__ = [
     "ActorKind",
@@ -40,5 +40,6 @@ __all__ = [
     "ReplyStatus",
     "Role",
     "Segment",
+    "SegmentVisit",
     "Tenant",
 ]

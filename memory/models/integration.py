@@ -137,6 +137,7 @@ class ExportJob(models.Model):
 class JobKind(models.TextChoices):
     PLACEMENT = "placement", "Page placement"  # target: a memory space with evicted pages to place
     PROMOTION = "promotion", "Promotion"  # target: a hot segment with unanalysed pages
+    REDERIVE = "rederive", "Profile re-derivation"  # target: an end user whose current profile is stale
 
 
 class JobLease(models.Model):

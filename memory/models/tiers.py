@@ -202,6 +202,14 @@ class HeatSample(models.Model):
         indexes = [models.Index(fields=["segment", "at"], name="heat_sample_segment_at")]
 
 
+class SegmentVisit(models.Model):
+    """A visit retrieval made to a segment, waiting to be counted: the request writes one small row, the worker
+    folds waiting visits into N_visit, the last-touch time and the heat history (memory.services.heat_samples)."""
+
+    segment = models.ForeignKey(Segment, on_delete=models.CASCADE, related_name="+")
+    at = models.DateTimeField()
+
+
 class ProfileAuthor(models.TextChoices):
     SYSTEM = "system", "Automatic updating"
     OPERATOR = "operator", "Operator"

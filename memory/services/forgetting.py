@@ -30,6 +30,7 @@ from memory.models import (
     EndUser,
     ExportJob,
     IdempotentRequest,
+    JobKind,
     JobStatus,
     KnowledgeEntry,
     MemoryEvent,
@@ -42,6 +43,7 @@ from memory.offline import chain_summary, profile_merge
 from memory.quotes import Quote, quote, quotes_any, quotes_of, redact, redact_json, said_in
 from memory.services.audit import Actor, audit_record, audit_tombstone_entries, audit_tombstone_target
 from memory.services.embedding_state import embedder_for_store
+from memory.services.jobs import job_claim, job_done, job_release, job_renew, jobs_due, lease_kept
 from memory.services.promotion import text_hash
 from memory.statements import about_user, to_user
 from memory.step_types import TurnText
@@ -536,6 +538,7 @@ def _profile_mark_stale(end_user: EndUser) -> None:
     current = ProfileVersion.objects.filter(end_user=end_user).order_by("-number").first()
     if current is not None:
         ProfileVersion.objects.filter(pk=current.pk).update(stale=True)
+        jobs_due(kind=JobKind.REDERIVE, target_ids=[end_user.pk])  # the sweep's record, should the message be lost
         transaction.on_commit(lambda: profile_rederive_task.delay(end_user.pk))
 
 
@@ -596,17 +599,34 @@ def profile_fact_revise(*, end_user: EndUser, before: str, after: str) -> Profil
 def profile_rederive(*, end_user_id: int) -> ProfileVersion | None:
     """Re-derive a stale profile from the user's remaining facts through the steps, as a new version.
 
-    Idempotent: a profile that is no longer stale (or gone) is left alone. Raises StepFailed when the model fails;
-    the profile stays stale (withheld from prompts) and the task retries.
+    Runs under a job lease (JobKind.REDERIVE): a worker that dies mid-way loses its lease and the sweep queues the
+    job again. Idempotent: a profile that is no longer stale (or gone) is left alone. Raises StepFailed when the
+    model fails; the profile stays stale (withheld from prompts) and the task retries.
     """
-    with transaction.atomic():
-        current = ProfileVersion.objects.select_for_update().filter(end_user_id=end_user_id).order_by("-number").first()
-        if current is None or not current.stale:
-            return None
-        facts = KnowledgeEntry.objects.filter(end_user_id=end_user_id, kind="user").order_by("created_at", "id")
-        turns = [TurnText(f.text, "", f.created_at) for f in facts.without_vectors()]
-        text = get_steps().profile_update(profile="", pages=turns).strip() if turns else ""
-        ProfileVersion.objects.filter(end_user_id=end_user_id, stale=True).update(stale=False)
-        if not text or text == current.text:
-            return None
-        return ProfileVersion.objects.create(end_user_id=end_user_id, number=current.number + 1, text=text)
+    from memory.tasks import profile_rederive_task
+
+    lease = job_claim(kind=JobKind.REDERIVE, target_id=end_user_id)
+    if lease is None:
+        return None  # another worker is re-deriving it, and runs once more afterwards
+    try:
+        with lease_kept(lambda: job_renew(lease)), transaction.atomic():
+            version = _profile_rederive(end_user_id)
+            if job_done(lease):
+                transaction.on_commit(lambda: profile_rederive_task.delay(end_user_id))
+            return version
+    except BaseException:
+        job_release(lease)  # the sweep queues it again after the back-off
+        raise
+
+
+def _profile_rederive(end_user_id: int) -> ProfileVersion | None:
+    current = ProfileVersion.objects.select_for_update().filter(end_user_id=end_user_id).order_by("-number").first()
+    if current is None or not current.stale:
+        return None
+    facts = KnowledgeEntry.objects.filter(end_user_id=end_user_id, kind="user").order_by("created_at", "id")
+    turns = [TurnText(f.text, "", f.created_at) for f in facts.without_vectors()]
+    text = get_steps().profile_update(profile="", pages=turns).strip() if turns else ""
+    ProfileVersion.objects.filter(end_user_id=end_user_id, stale=True).update(stale=False)
+    if not text or text == current.text:
+        return None
+    return ProfileVersion.objects.create(end_user_id=end_user_id, number=current.number + 1, text=text)

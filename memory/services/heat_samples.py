@@ -6,17 +6,28 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 from memory.heat import Heat, heat_of, segment_heat
-from memory.models import HeatSample, Segment
+from memory.models import HeatSample, Segment, SegmentVisit
 from memory.models.tiers import HeatEvent
 
-# One statement both counts the visits and returns the counters as updated, so the samples need no second read.
-VISITS_SQL = (
-    "UPDATE {table} SET n_visit = n_visit + 1, last_touched_at = %s WHERE id = ANY(%s) "
-    "RETURNING id, space_id, n_visit, l_interaction"
+VISITS_BATCH = 1_000
+# The visit rows of segments that still exist, in one INSERT … SELECT.
+QUEUE_SQL = "INSERT INTO {visit} (segment_id, at) SELECT id, %s FROM {segment} WHERE id = ANY(%s) RETURNING segment_id"
+# One statement takes a batch of queued visits and counts them into their segments, returning the counters as
+# updated, so the samples need no second read.
+APPLY_SQL = """
+WITH taken AS (
+    DELETE FROM {visit} WHERE id IN (SELECT id FROM {visit} ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)
+    RETURNING segment_id, at
+), visits AS (
+    SELECT segment_id, count(*) AS n, max(at) AS at FROM taken GROUP BY segment_id
 )
+UPDATE {segment} AS s SET n_visit = s.n_visit + visits.n, last_touched_at = greatest(s.last_touched_at, visits.at)
+FROM visits WHERE s.id = visits.segment_id
+RETURNING s.id, s.space_id, s.n_visit, s.l_interaction, s.last_touched_at, visits.n
+"""
 
 
 def _sample_fields(*, segment_id: int, space_id: int, heat: Heat, event: str, now: datetime) -> dict[str, Any]:
@@ -40,25 +51,44 @@ def heat_sample_record(*, segment: Segment, event: str, now: datetime) -> HeatSa
     return HeatSample.objects.create(**fields)
 
 
-def segment_visits_record(*, segment_ids: Iterable[int], now: datetime) -> list[int]:
-    """Count one visit to each segment at `now` (N_visit += 1, last touched now) and sample its heat.
+def segment_visits_queue(*, segment_ids: Iterable[int], now: datetime) -> list[int]:
+    """Queue one visit at `now` to each segment (one INSERT, in the caller's transaction) and wake the worker once
+    it commits; `segment_visits_apply` counts them. Segments deleted meanwhile are skipped; returns the ids queued,
+    ascending."""
+    from memory.tasks import segment_visits_apply_task
 
-    Two queries whatever the number of segments. Segments deleted meanwhile are skipped; returns the ids visited,
-    ascending. Not idempotent: every call is one more visit.
-    """
     ids = sorted(set(segment_ids))
     if not ids:
         return []
     with connection.cursor() as cursor:
-        cursor.execute(VISITS_SQL.format(table=connection.ops.quote_name(Segment._meta.db_table)), [now, ids])
-        rows = sorted(cursor.fetchall())
-    HeatSample.objects.bulk_create(_visit_sample(row, now) for row in rows)
-    return [row[0] for row in rows]
+        cursor.execute(QUEUE_SQL.format(visit=SegmentVisit._meta.db_table, segment=Segment._meta.db_table), [now, ids])
+        queued = sorted(row[0] for row in cursor.fetchall())
+    if queued:
+        transaction.on_commit(segment_visits_apply_task.delay)
+    return queued
 
 
-def _visit_sample(row: tuple[int, int, int, int], now: datetime) -> HeatSample:
-    """The unsaved sample of a segment just visited, from its updated (id, space_id, n_visit, l_interaction)."""
-    segment_id, space_id, n_visit, l_interaction = row
-    heat = heat_of(n_visit=n_visit, l_interaction=l_interaction, last_touched_at=now, now=now)
-    fields = _sample_fields(segment_id=segment_id, space_id=space_id, heat=heat, event=HeatEvent.VISITED, now=now)
+def segment_visits_apply(*, batch: int = VISITS_BATCH) -> int:
+    """Count the queued visits: per segment N_visit += visits, last touch = the latest visit, one heat sample.
+
+    Each batch takes its visit rows and updates their segments in one statement of one transaction, so a batch is
+    counted exactly once even when two workers run this at once (SKIP LOCKED) or a worker dies half-way (nothing of
+    the batch commits). Returns the number of visits counted.
+    """
+    counted = 0
+    while True:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(APPLY_SQL.format(visit=SegmentVisit._meta.db_table, segment=Segment._meta.db_table), [batch])
+            rows = sorted(cursor.fetchall())
+            HeatSample.objects.bulk_create(_visit_sample(row) for row in rows)
+        counted += sum(row[-1] for row in rows)
+        if not rows or sum(row[-1] for row in rows) < batch:
+            return counted
+
+
+def _visit_sample(row: tuple[int, int, int, int, datetime, int]) -> HeatSample:
+    """The unsaved sample of a segment just visited, from its updated counters, at its last visit."""
+    segment_id, space_id, n_visit, l_interaction, at, _ = row
+    heat = heat_of(n_visit=n_visit, l_interaction=l_interaction, last_touched_at=at, now=at)
+    fields = _sample_fields(segment_id=segment_id, space_id=space_id, heat=heat, event=HeatEvent.VISITED, now=at)
     return HeatSample(**fields)

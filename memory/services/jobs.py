@@ -21,7 +21,7 @@ from django.db import connection, transaction
 from django.db.models import F, Max, Q
 from django.utils import timezone
 
-from memory.models import ExportJob, JobKind, JobLease, JobStatus, Page
+from memory.models import ExportJob, JobKind, JobLease, JobStatus, Page, ProfileVersion, SegmentVisit
 from memory.models.tiers import Tier
 
 # Back-off after a failed run, by attempt (the same schedule as the tasks' retries): the sweep waits as long.
@@ -143,7 +143,9 @@ def jobs_requeue(*, now: datetime | None = None) -> dict[str, int]:
     return {
         JobKind.PLACEMENT: _placements_requeue(now),
         JobKind.PROMOTION: _promotions_requeue(now),
+        JobKind.REDERIVE: _rederivations_requeue(now),
         "export": _exports_requeue(now),
+        "visits": _visits_requeue(now),
     }
 
 
@@ -179,6 +181,31 @@ def _promotions_requeue(now: datetime) -> int:
         _requeued(JobKind.PROMOTION, segment_id, now)
         transaction.on_commit(lambda segment_id=segment_id: segment_promote_task.delay(segment_id))
     return len(segment_ids)
+
+
+def _rederivations_requeue(now: datetime) -> int:
+    """Stale profiles whose re-derivation lease expired (a dead worker, a lost message), and any stale profile
+    with no job at all (marked before jobs were recorded)."""
+    from memory.tasks import profile_rederive_task
+
+    jobs = JobLease.objects.filter(kind=JobKind.REDERIVE)
+    untracked = ProfileVersion.objects.filter(stale=True).exclude(end_user_id__in=jobs.values("target_id"))
+    expired = jobs.filter(lease_until__lt=now).values_list("target_id", flat=True)
+    end_user_ids = sorted(set(expired) | set(untracked.values_list("end_user_id", flat=True)))
+    for end_user_id in end_user_ids:
+        _requeued(JobKind.REDERIVE, end_user_id, now)
+        transaction.on_commit(lambda end_user_id=end_user_id: profile_rederive_task.delay(end_user_id))
+    return len(end_user_ids)
+
+
+def _visits_requeue(now: datetime) -> int:
+    """Wake a worker for segment visits queued longer than a lease ago (their wake-up message was lost)."""
+    from memory.tasks import segment_visits_apply_task
+
+    waiting = SegmentVisit.objects.filter(at__lt=now - _lease()).exists()
+    if waiting:
+        transaction.on_commit(segment_visits_apply_task.delay)
+    return int(waiting)
 
 
 def _requeued(kind: str, target_id: int, now: datetime) -> None:

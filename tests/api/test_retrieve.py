@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memory.models import AuditEntry, Segment
+from memory.services.heat_samples import segment_visits_apply
 from tests.api.conftest import error_of
 
 URL = "/api/v1/retrieve/"
@@ -30,12 +31,14 @@ def test_it_returns_every_tier_with_scores(api, memory):
 
 def test_it_counts_a_visit_to_the_segments_that_supplied_pages(api, memory):
     ask(api)
+    segment_visits_apply()  # the worker, woken once the request commits
 
     assert Segment.objects.get().n_visit == 1
 
 
 def test_record_visits_false_leaves_heat_alone(api, memory):
     ask(api, record_visits=False)
+    segment_visits_apply()
 
     assert Segment.objects.get().n_visit == 0
 

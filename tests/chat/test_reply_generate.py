@@ -10,6 +10,7 @@ from chat.prompt import quoted
 from chat.services import reply_generate
 from memory.models import AuditEntry, ChatReply, Page, Segment
 from memory.models.tiers import PageSource, ReplySource, Tier
+from memory.services.heat_samples import segment_visits_apply
 from tests import builders
 
 
@@ -91,6 +92,7 @@ def test_a_segment_that_supplied_a_page_is_visited(llm, alice, assistant, lisbon
     llm("Noted.")
 
     send(alice, assistant, "Vegetarian food in Lisbon")
+    segment_visits_apply()  # the worker, woken once the reply commits
 
     lisbon.refresh_from_db()
     assert lisbon.n_visit == 1
@@ -101,6 +103,7 @@ def test_while_memory_is_paused_retrieval_records_no_visits(llm, alice, assistan
     builders.pause(space)
 
     assert send(alice, assistant, "Vegetarian food in Lisbon").done
+    segment_visits_apply()
 
     lisbon.refresh_from_db()
     assert lisbon.n_visit == 0

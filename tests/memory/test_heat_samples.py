@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 
 from memory.heat import heat_of
-from memory.models import HeatSample, Segment
+from memory.models import HeatSample, Segment, SegmentVisit
 from memory.models.tiers import HeatEvent
-from memory.services.heat_samples import segment_visits_record
+from memory.services.heat_samples import segment_visits_apply, segment_visits_queue
 from tests import builders
 from tests.builders import T0
 
@@ -22,7 +22,8 @@ def segment(space, **counters) -> Segment:
 
 def test_a_visit_counts_once_per_segment_and_samples_the_updated_counters(space):
     visited, other = segment(space, n_visit=2, l_interaction=5), segment(space)
-    assert segment_visits_record(segment_ids=[visited.id, visited.id], now=NOW) == [visited.id]
+    assert segment_visits_queue(segment_ids=[visited.id, visited.id], now=NOW) == [visited.id]
+    assert segment_visits_apply() == 1
     visited.refresh_from_db()
     assert (visited.n_visit, visited.last_touched_at) == (3, NOW)
     sample = HeatSample.objects.get(segment=visited)
@@ -34,16 +35,45 @@ def test_a_visit_counts_once_per_segment_and_samples_the_updated_counters(space)
     assert other.n_visit == 0 and not HeatSample.objects.filter(segment=other).exists()
 
 
-def test_visits_to_many_segments_take_two_queries(space, django_assert_num_queries):
+def test_queued_visits_wait_for_the_worker_and_are_counted_exactly_once(space):
+    visited = segment(space)
+    segment_visits_queue(segment_ids=[visited.id], now=NOW)
+    segment_visits_queue(segment_ids=[visited.id], now=NOW + timedelta(hours=1))
+    visited.refresh_from_db()
+    assert visited.n_visit == 0 and SegmentVisit.objects.count() == 2
+
+    assert segment_visits_apply() == 2
+    assert segment_visits_apply() == 0
+
+    visited.refresh_from_db()
+    assert (visited.n_visit, visited.last_touched_at) == (2, NOW + timedelta(hours=1))
+    assert HeatSample.objects.filter(segment=visited).count() == 1 and not SegmentVisit.objects.exists()
+
+
+def test_visits_are_counted_in_batches_until_none_are_left(space):
+    visited = segment(space)
+    for hour in range(5):
+        segment_visits_queue(segment_ids=[visited.id], now=NOW + timedelta(hours=hour))
+    assert segment_visits_apply(batch=2) == 5
+    visited.refresh_from_db()
+    assert visited.n_visit == 5 and HeatSample.objects.filter(segment=visited).count() == 3
+
+
+def test_queueing_visits_to_many_segments_takes_one_query_and_wakes_the_worker_on_commit(
+    space, django_assert_num_queries, django_capture_on_commit_callbacks
+):
     ids = [segment(space).id for _ in range(5)]
-    with django_assert_num_queries(2):
-        assert segment_visits_record(segment_ids=reversed(ids), now=NOW) == ids
+    with django_assert_num_queries(1), django_capture_on_commit_callbacks() as callbacks:
+        assert segment_visits_queue(segment_ids=reversed(ids), now=NOW) == ids
+    assert len(callbacks) == 1
 
 
 def test_no_segment_no_query_and_a_deleted_segment_is_skipped(space, django_assert_num_queries):
     with django_assert_num_queries(0):
-        assert segment_visits_record(segment_ids=[], now=NOW) == []
-    gone = segment(space)
+        assert segment_visits_queue(segment_ids=[], now=NOW) == []
+    gone, later_gone = segment(space), segment(space)
     Segment.objects.filter(pk=gone.pk).delete()
-    assert segment_visits_record(segment_ids=[gone.id], now=NOW) == []
+    assert segment_visits_queue(segment_ids=[gone.id, later_gone.id], now=NOW) == [later_gone.id]
+    Segment.objects.filter(pk=later_gone.pk).delete()
+    assert segment_visits_apply() == 0
     assert not HeatSample.objects.exists()

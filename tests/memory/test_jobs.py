@@ -8,10 +8,22 @@ from datetime import datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from memory.models import ExportJob, JobKind, JobLease, JobStatus, KnowledgeEntry, MemoryEvent, Page
+from memory.models import (
+    ExportJob,
+    JobKind,
+    JobLease,
+    JobStatus,
+    KnowledgeEntry,
+    MemoryEvent,
+    Page,
+    ProfileVersion,
+    SegmentVisit,
+)
 from memory.models.events import EventKind, EventStatus
 from memory.services.audit import Actor
+from memory.services.forgetting import profile_rederive
 from memory.services.gdpr_export import _export_claim, _progress, export_build, export_request
+from memory.services.heat_samples import segment_visits_queue
 from memory.services.jobs import job_claim, job_done, job_release, jobs_due, jobs_requeue
 from memory.services.updating import pages_place
 from tests import builders
@@ -168,3 +180,57 @@ def test_the_sweep_forgets_a_dead_claim_on_a_space_with_nothing_left_to_place(sp
 
     assert jobs_requeue(now=later(settings))[JobKind.PLACEMENT] == 0
     assert not JobLease.objects.exists()
+
+
+def stale_profile(space, text: str = "Likes chess.") -> None:
+    """A profile marked stale by a forget whose re-derivation message was lost (recorded as a job, never run)."""
+    builders.knowledge(space.end_user, text="The user plays the cello")
+    builders.profile(space.end_user, text=text)
+    ProfileVersion.objects.filter(end_user=space.end_user).update(stale=True)
+    jobs_due(kind=JobKind.REDERIVE, target_ids=[space.end_user_id])
+
+
+def test_the_sweep_rederives_a_stale_profile_whose_message_was_lost(
+    space, settings, django_capture_on_commit_callbacks
+):
+    stale_profile(space)
+
+    assert jobs_requeue()[JobKind.REDERIVE] == 0  # a lease's grace for the message first
+    with django_capture_on_commit_callbacks(execute=True):
+        assert jobs_requeue(now=later(settings))[JobKind.REDERIVE] == 1
+
+    assert not ProfileVersion.objects.filter(end_user=space.end_user, stale=True).exists()  # re-derived
+    assert not JobLease.objects.exists()
+
+
+def test_a_rederivation_held_by_a_live_worker_is_left_to_it(space):
+    stale_profile(space)
+    lease = job_claim(kind=JobKind.REDERIVE, target_id=space.end_user_id)
+
+    assert profile_rederive(end_user_id=space.end_user_id) is None
+
+    assert ProfileVersion.objects.get(end_user=space.end_user).stale
+    assert JobLease.objects.get(kind=JobKind.REDERIVE).rerun and lease is not None
+
+
+def test_a_stale_profile_with_no_job_at_all_is_rederived_by_the_sweep(space, django_capture_on_commit_callbacks):
+    stale_profile(space)
+    JobLease.objects.all().delete()  # marked before re-derivations were recorded as jobs
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert jobs_requeue()[JobKind.REDERIVE] == 1
+
+    assert not ProfileVersion.objects.filter(end_user=space.end_user, stale=True).exists()
+
+
+def test_the_sweep_counts_visits_whose_wake_up_was_lost(space, settings, django_capture_on_commit_callbacks):
+    segment = builders.segment(space, summary="s", keywords=["s"])
+    with django_capture_on_commit_callbacks(execute=False):
+        segment_visits_queue(segment_ids=[segment.id], now=timezone.now())
+
+    assert jobs_requeue()["visits"] == 0  # a lease's grace for the message first
+    with django_capture_on_commit_callbacks(execute=True):
+        assert jobs_requeue(now=later(settings))["visits"] == 1
+
+    segment.refresh_from_db()
+    assert segment.n_visit == 1 and not SegmentVisit.objects.exists()

@@ -12,6 +12,7 @@ from memory.models import HeatSample, Page, Segment
 from memory.models.tiers import HeatEvent, ReplySource
 from memory.retrieval import DEFAULT, PAPER, query_terms, retrieve
 from memory.services.embedding_state import embedder_for_store
+from memory.services.heat_samples import segment_visits_apply
 from tests import builders
 from tests.builders import T0
 
@@ -59,8 +60,12 @@ def test_used_lists_exactly_the_ids_and_scores_it_returned(space, memory):
     assert used["visited_segment_ids"] == sorted({p.page.segment_id for p in result.pages})
 
 
-def test_segments_that_supplied_pages_are_visited_and_sampled(space, memory):
+def test_segments_that_supplied_pages_are_visited_and_sampled_once_the_worker_counts_the_visits(space, memory):
     result = retrieve(space=space, query="sourdough bread", now=NOW)
+    assert result.visited_segment_ids and set(Segment.objects.values_list("n_visit", flat=True)) == {0}
+
+    assert segment_visits_apply() == len(result.visited_segment_ids)
+
     for segment_id in result.visited_segment_ids:
         segment = Segment.objects.get(pk=segment_id)
         assert segment.n_visit == 1 and segment.last_touched_at == NOW
@@ -70,6 +75,7 @@ def test_segments_that_supplied_pages_are_visited_and_sampled(space, memory):
 
 def test_a_preview_records_no_visit(space, memory):
     retrieve(space=space, query="sourdough bread", now=NOW, record_visits=False)
+    segment_visits_apply()
     assert set(Segment.objects.values_list("n_visit", flat=True)) == {0}
     assert not HeatSample.objects.exists()
 
@@ -103,16 +109,17 @@ def test_retrieval_takes_a_fixed_number_of_queries_however_large_memory_is(space
     for i in range(30):
         builders.segment_with_pages(space, summary=f"topic {i} words", messages=[f"page about topic {i}"] * 3)
         builders.knowledge(space.end_user, text=f"fact number {i}")
-    # STM, profile, 3 pinned, segments, 2 knowledge, page vectors, page words, page load, 2 visits
-    with django_assert_num_queries(13):
+    # STM and pinned pages, profile, pinned knowledge, segment scores, knowledge, page vectors, page words,
+    # page load, segments shown, the visits queued
+    with django_assert_num_queries(10):
         retrieve(space=space, query="topic 7 words", now=NOW)
 
 
 def test_a_question_naming_a_date_takes_one_query_more(space, memory, django_assert_num_queries):
     embedder_for_store()
-    with django_assert_num_queries(11):  # no visits recorded: two queries fewer
+    with django_assert_num_queries(9):  # no visits queued: one query fewer
         retrieve(space=space, query="what did I bake last winter?", now=NOW, record_visits=False)
-    with django_assert_num_queries(12):
+    with django_assert_num_queries(10):
         retrieve(space=space, query="what did I bake in January 2026?", now=NOW, record_visits=False)
 
 
@@ -177,6 +184,7 @@ def test_the_turns_around_a_strong_hit_come_with_it_but_never_before_it(space, m
 
 def test_an_unrelated_question_heats_no_segment(space, memory):
     result = retrieve(space=space, query="quantum chromodynamics lecture notes", now=NOW)
+    segment_visits_apply()
     assert result.visited_segment_ids == []
     assert set(Segment.objects.values_list("n_visit", flat=True)) == {0}
     assert not HeatSample.objects.filter(event=HeatEvent.VISITED).exists()

@@ -60,6 +60,7 @@ class Command(BaseCommand):
             ("retrieval (ms)", result["retrieval_ms"], "p95 ≤ 15 ms at 1,000 users"),
             ("prompt assembly (ms, stand-in)", result["prompt_assembly_ms"], ""),
             ("record a turn (ms)", result["record_turn_ms"], ""),
+            ("visits counted (worker, ms)", result["visits_task_ms"], ""),
             ("STM overflow task (ms)", result["stm_overflow_task_ms"], ""),
             ("promotion (ms)", result["promotion_ms"], ""),
             ("ingest cost per turn (ms)", ingest["cost_ms"], ""),
