@@ -98,15 +98,63 @@ def reply_generate(
     idempotency_key: str,
     actor: Actor | None = None,
     now: datetime | None = None,
+    conversation: list[dict] | None = None,
 ) -> ReplyResult:
     """Answer `message` from memory and store the turn; a second submit with the same key answers nothing new.
 
     Steps: claim the reply by (space, key), retrieve (recording segment visits unless memory is paused), build the
     prompt within CHAT_PROMPT_TOKEN_BUDGET, generate (one LLM call, or the offline reply), then in one transaction
     record the turn, complete the reply and audit the memory it used. An LLM failure marks the reply failed with
-    its reason and stores no page; the same key may then be sent again. Raises InvalidMessage for a bad message
-    InvalidTurn when the user and assistant belong to different tenants, and EndUserClosed when the end user is
-    deactivated or erased while the reply is made (nothing of it is kept then).
+    its reason and stores no page; the same key may then be sent again. `conversation` is the caller's own earlier
+    messages (the memory proxy; see prompt_build). Raises InvalidMessage for a bad message, InvalidTurn when the
+    user and assistant belong to different tenants, and EndUserClosed when the end user is deactivated or erased
+    while the reply is made (nothing of it is kept then).
+    """
+    draft = reply_draft(
+        end_user=end_user,
+        assistant=assistant,
+        message=message,
+        idempotency_key=idempotency_key,
+        actor=actor,
+        now=now,
+        conversation=conversation,
+    )
+    return draft if isinstance(draft, ReplyResult) else reply_store(draft=draft)
+
+
+@dataclass(frozen=True)
+class Draft:
+    """A generated reply that is not stored yet (reply_store stores it, reply_abandon drops it)."""
+
+    space: MemorySpace
+    reply: ChatReply
+    message: str
+    generated: Generated
+    retrieval: RetrievalResult
+    prompt: Prompt
+    actor: Actor
+    now: datetime
+
+    @property
+    def text(self) -> str:
+        return self.generated.text
+
+
+def reply_draft(
+    *,
+    end_user: EndUser,
+    assistant: Assistant,
+    message: str,
+    idempotency_key: str,
+    actor: Actor | None = None,
+    now: datetime | None = None,
+    conversation: list[dict] | None = None,
+) -> Draft | ReplyResult:
+    """The first half of reply_generate: claim, retrieve, build the prompt and generate, storing nothing yet.
+
+    Returns a Draft to pass to reply_store (or reply_abandon when whoever asked has gone away), or the final
+    ReplyResult when there is nothing to store: a replayed key, or a failed generation (marked failed already).
+    Raises as reply_generate does.
     """
     message, idempotency_key = message_check(message), _key_check(idempotency_key)
     if not (end_user.is_active and assistant.is_active):
@@ -125,21 +173,53 @@ def reply_generate(
     try:
         retrieval = retrieve(space=space, query=message, record_visits=not space.paused, now=now)
         prompt = prompt_build(
-            assistant=assistant, retrieval=retrieval, message=message, now=now, budget=settings.CHAT_PROMPT_TOKEN_BUDGET
+            assistant=assistant,
+            retrieval=retrieval,
+            message=message,
+            now=now,
+            budget=settings.CHAT_PROMPT_TOKEN_BUDGET,
+            conversation=conversation or (),
         )
         generated = _generate(prompt, retrieval, mode, now)
-        page_text = _store(space, reply, message, generated, retrieval, prompt, actor or Actor.end_user(end_user), now)
-    except _Failed as failure:
-        chat_reply_fail(reply=reply, mode=mode, error=str(failure), usage=failure.usage)
+    except Exception as exc:
+        return _failed(reply, mode, end_user, exc)
+    return Draft(space, reply, message, generated, retrieval, prompt, actor or Actor.end_user(end_user), now)
+
+
+def reply_store(*, draft: Draft) -> ReplyResult:
+    """The second half of reply_generate: record the turn, complete the reply and audit the memory it used.
+
+    A turn that cannot be stored marks the reply failed (nothing is kept); raises EndUserClosed when the end user
+    was erased or deactivated meanwhile.
+    """
+    space, generated = draft.space, draft.generated
+    try:
+        text = _store(
+            space, draft.reply, draft.message, generated, draft.retrieval, draft.prompt, draft.actor, draft.now
+        )
+    except Exception as exc:
+        return _failed(draft.reply, generated.mode, space.end_user, exc)
+    return ReplyResult(reply=draft.reply, text=text, retrieval=draft.retrieval)
+
+
+def reply_abandon(*, draft: Draft, reason: str) -> None:
+    """Drop a draft whose asker went away (a streaming client that disconnected): the reply is marked failed with
+    `reason`, nothing of the turn is stored, and the same key may be sent again."""
+    chat_reply_fail(reply=draft.reply, mode=draft.generated.mode, error=reason, usage=draft.generated.usage)
+
+
+def _failed(reply: ChatReply, mode: str, end_user: EndUser, exc: Exception) -> ReplyResult:
+    """Mark `reply` failed: with its reason for a _Failed (answered as a failed result), or generically for a bug,
+    which is raised again after (an erasure under way explains such a failure: it is raised as a refusal)."""
+    if isinstance(exc, _Failed):
+        chat_reply_fail(reply=reply, mode=mode, error=str(exc), usage=exc.usage)
         return ReplyResult(reply=reply, text="", retrieval=None)
-    except Exception:
-        # A bug must not leave the key pending for ever: mark it failed so it can be retried, then let it surface
-        # (if even that write fails, the original error is the one worth seeing).
-        with contextlib.suppress(Exception):
-            chat_reply_fail(reply=reply, mode=mode, error="an unexpected error stopped the reply", usage=Usage())
-        end_user_closed_check(end_user)  # an erasure under way explains the failure: a refusal, not a bug
-        raise
-    return ReplyResult(reply=reply, text=page_text, retrieval=retrieval)
+    # A bug must not leave the key pending for ever: mark it failed so it can be retried, then let it surface
+    # (if even that write fails, the original error is the one worth seeing).
+    with contextlib.suppress(Exception):
+        chat_reply_fail(reply=reply, mode=mode, error="an unexpected error stopped the reply", usage=Usage())
+    end_user_closed_check(end_user)
+    raise exc
 
 
 class _Failed(Exception):
