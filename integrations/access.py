@@ -1,0 +1,44 @@
+"""Who calls an integration: the same hashed API tokens and scopes as the REST API, without DRF's request.
+
+The MCP server and the memory proxy take a raw `mos_...` token (an environment variable or an `Authorization:
+Bearer` header) and get the `Principal` the REST API would: the token's tenant, its scopes, and the token as the
+actor every audit entry names.
+"""
+
+from __future__ import annotations
+
+from api.access import Principal
+from memory.services.api_tokens import api_token_authenticate
+
+
+class NotAuthenticated(Exception):
+    """No token, or one that is unknown, expired or revoked."""
+
+
+class ScopeMissing(Exception):
+    """The token is valid but lacks the scope the call needs."""
+
+
+BEARER = "bearer"
+
+
+def bearer_token(authorization: str | None) -> str:
+    """The token of an `Authorization: Bearer <token>` header; raises NotAuthenticated for anything else."""
+    parts = (authorization or "").split()
+    if len(parts) != 2 or parts[0].lower() != BEARER:
+        raise NotAuthenticated("Send the API token as 'Authorization: Bearer <token>'.")
+    return parts[1]
+
+
+def principal_for_token(raw: str, *, scope: str) -> Principal:
+    """The caller `raw` authenticates, holding `scope`; raises NotAuthenticated or ScopeMissing.
+
+    Authenticates afresh on every call, so a revoked token stops working at once (one indexed query).
+    """
+    token = api_token_authenticate(raw=raw or "")
+    if token is None:
+        raise NotAuthenticated("The token is not valid, has expired or was revoked.")
+    principal = Principal.of_token(token)
+    if scope not in principal.scopes:
+        raise ScopeMissing(f"This needs the '{scope}' scope.")
+    return principal
