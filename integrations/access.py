@@ -8,6 +8,8 @@ actor every audit entry names.
 from __future__ import annotations
 
 from api.access import Principal
+from memory.models import Assistant, Tenant
+from memory.selectors.people import assistant_get, assistant_list
 from memory.services.api_tokens import api_token_authenticate
 
 
@@ -42,3 +44,24 @@ def principal_for_token(raw: str, *, scope: str) -> Principal:
     if scope not in principal.scopes:
         raise ScopeMissing(f"This needs the '{scope}' scope.")
     return principal
+
+
+class AssistantUnnamed(Exception):
+    """No assistant was named and the tenant has more than one that could be meant."""
+
+
+def assistant_for(tenant: Tenant, external_id: str | None) -> Assistant:
+    """The assistant `external_id` of `tenant`, or when none is named the tenant's only active assistant.
+
+    Raises Assistant.DoesNotExist for an unknown one (or a tenant without an active assistant) and AssistantUnnamed
+    when several could be meant. Tokens belong to a tenant, not to an assistant, so a tenant with several
+    assistants names one per call.
+    """
+    if external_id:
+        return assistant_get(tenant=tenant, external_id=external_id)
+    candidates = list(assistant_list(tenant=tenant, active=True)[:2])
+    if len(candidates) > 1:
+        raise AssistantUnnamed("This tenant has several assistants: name one.")
+    if not candidates:
+        raise Assistant.DoesNotExist("This tenant has no active assistant.")
+    return candidates[0]
