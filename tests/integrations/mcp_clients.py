@@ -31,11 +31,13 @@ async def stdio_session(env: dict[str, str]) -> AsyncIterator[ClientSession]:
 async def http_session(url: str, token: str | None) -> AsyncIterator[ClientSession]:
     """An initialised session with the streamable HTTP server at `url`, sending `token` as a bearer token."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=60) as client:
-        async with streamable_http_client(url, http_client=client) as (read, write):
-            async with ClientSession(read, write) as session:
-                await session.initialize()
-                yield session
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 def run(scenario: Callable[[], Awaitable[Any]]) -> Any:
