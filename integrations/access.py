@@ -7,7 +7,10 @@ actor every audit entry names.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from api.access import Principal
+from api.throttling import TokenRateThrottle
 from memory.models import Assistant, Tenant
 from memory.selectors.people import assistant_get, assistant_list
 from memory.services.api_tokens import api_token_authenticate
@@ -19,6 +22,14 @@ class NotAuthenticated(Exception):
 
 class ScopeMissing(Exception):
     """The token is valid but lacks the scope the call needs."""
+
+
+class RateLimited(Exception):
+    """The token has made API_RATE_LIMIT calls this period; `wait` is the seconds until the next is allowed."""
+
+    def __init__(self, wait: float | None) -> None:
+        super().__init__("Too many requests for this token; slow down.")
+        self.wait = wait
 
 
 BEARER = "bearer"
@@ -33,9 +44,10 @@ def bearer_token(authorization: str | None) -> str:
 
 
 def principal_for_token(raw: str, *, scope: str) -> Principal:
-    """The caller `raw` authenticates, holding `scope`; raises NotAuthenticated or ScopeMissing.
+    """The caller `raw` authenticates, holding `scope`; raises NotAuthenticated, ScopeMissing or RateLimited.
 
-    Authenticates afresh on every call, so a revoked token stops working at once (one indexed query).
+    Authenticates afresh on every call, so a revoked token stops working at once (one indexed query). Each call
+    counts against the token's API_RATE_LIMIT, the same count the REST API keeps (in CACHE_URL's cache).
     """
     token = api_token_authenticate(raw=raw or "")
     if token is None:
@@ -43,6 +55,9 @@ def principal_for_token(raw: str, *, scope: str) -> Principal:
     principal = Principal.of_token(token)
     if scope not in principal.scopes:
         raise ScopeMissing(f"This needs the '{scope}' scope.")
+    throttle = TokenRateThrottle()
+    if not throttle.allow_request(SimpleNamespace(auth=token), None):
+        raise RateLimited(throttle.wait())
     return principal
 
 

@@ -6,6 +6,7 @@ Unknown exceptions are not problems: they are bugs, and surface as such.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from django.core.exceptions import ObjectDoesNotExist
@@ -13,7 +14,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 
 from api.views.base import NOT_FOUND
 from chat.services import InvalidMessage
-from integrations.access import AssistantUnnamed, NotAuthenticated, ScopeMissing
+from integrations.access import AssistantUnnamed, NotAuthenticated, RateLimited, ScopeMissing
 from integrations.tools import ToolFailure
 from memory.services.conversation import PartyInactive
 from memory.services.governance import GovernanceError
@@ -25,6 +26,7 @@ class Problem:
     status: int
     code: str
     message: str
+    retry_after: int | None = None
 
 
 def _validation_message(exc: DjangoValidationError) -> str:
@@ -37,6 +39,8 @@ def problem_of(exc: Exception) -> Problem | None:
         return Problem(401, "invalid_api_key", str(exc))
     if isinstance(exc, ScopeMissing):
         return Problem(403, "permission_denied", str(exc))
+    if isinstance(exc, RateLimited):
+        return Problem(429, "rate_limit_exceeded", str(exc), retry_after=math.ceil(exc.wait or 1))
     if isinstance(exc, ObjectDoesNotExist):
         return Problem(404, "not_found", f"No such {NOT_FOUND.get(type(exc), 'object')}.")
     if isinstance(exc, EndUserClosed):

@@ -41,7 +41,13 @@ from memory.steps import llm_configured
 ASSISTANT_HEADER = "X-MemoryOS-Assistant"
 OFFLINE_MODEL = "memoryos-offline"
 ROLES = ("system", "developer", "user", "assistant")
-ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error", 404: "not_found"}
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found",
+    429: "rate_limit_error",
+}
 
 
 class BadRequest(Exception):
@@ -52,12 +58,16 @@ class BadRequest(Exception):
         self.param = param
 
 
-def error_response(status: int, code: str, message: str, param: str | None = None) -> JsonResponse:
+def error_response(
+    status: int, code: str, message: str, param: str | None = None, retry_after: int | None = None
+) -> JsonResponse:
     """An error in OpenAI's shape, which its clients turn into their typed exceptions."""
     kind = ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
     response = JsonResponse({"error": {"message": message, "type": kind, "param": param, "code": code}}, status=status)
     if status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="memoryos"'
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
     return response
 
 
@@ -67,7 +77,7 @@ def _problem_response(exc: Exception) -> JsonResponse:
     problem: Problem | None = problem_of(exc)
     if problem is None:
         raise exc
-    return error_response(problem.status, problem.code, problem.message)
+    return error_response(problem.status, problem.code, problem.message, retry_after=problem.retry_after)
 
 
 def model_name() -> str:
