@@ -19,9 +19,9 @@ from tests.foundation.processes import REPO
 
 
 @asynccontextmanager
-async def stdio_session(env: dict[str, str]) -> AsyncIterator[ClientSession]:
-    """An initialised session with `manage.py mcp_serve` spawned over stdio with `env`."""
-    params = StdioServerParameters(command=sys.executable, args=["manage.py", "mcp_serve"], env=env, cwd=REPO)
+async def stdio_session(env: dict[str, str], args: list[str] | None = None) -> AsyncIterator[ClientSession]:
+    """An initialised session with `manage.py mcp_serve` (or `args`) spawned over stdio by this interpreter."""
+    params = StdioServerParameters(command=sys.executable, args=args or ["manage.py", "mcp_serve"], env=env, cwd=REPO)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
