@@ -109,7 +109,7 @@ def chat_completions(request: HttpRequest) -> HttpResponse:
     if isinstance(draft, ReplyResult):
         return _finished(draft, body)
     if body["stream"]:
-        response = StreamingHttpResponse(_events(draft, body), content_type="text/event-stream")
+        response = StreamingHttpResponse(_Delivery(draft, body), content_type="text/event-stream")
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"  # nginx would otherwise hold the events back
         return response
@@ -222,29 +222,48 @@ def _usage(reply) -> dict:
     }
 
 
-def _events(draft: Draft, body: dict) -> Iterator[bytes]:
+class _Delivery:
     """The reply as OpenAI's chat.completion.chunk events; the turn is stored after the last piece was delivered.
 
     The server asks for the next event only once the previous one was written, so reaching the store means every
-    piece went out. A client that hangs up makes the server close this generator at its current `yield`: the
-    `finally` then abandons the draft (the reply is marked failed, no page is stored).
+    piece went out. When the client hangs up, the server stops iterating and calls `close()` (StreamingHttpResponse
+    hands it to the WSGI server): a draft not settled by then is abandoned, marked failed with no page stored,
+    whether its events had started or not.
     """
-    envelope = _envelope(draft.reply.pk, body, "chat.completion.chunk")
-    stored = False
-    try:
-        yield _event(envelope | {"choices": [_delta({"role": "assistant", "content": ""})]})
-        for piece in reply_pieces(draft=draft):
-            yield _event(envelope | {"choices": [_delta({"content": piece})]})
-        yield _event(envelope | {"choices": [_delta({}, finish="stop")]})
-        stored = True  # from here on the reply is either stored or marked failed by reply_store itself
-        yield _event(_stored(draft, envelope))
+
+    def __init__(self, draft: Draft, body: dict) -> None:
+        self.draft = draft
+        self.envelope = _envelope(draft.reply.pk, body, "chat.completion.chunk")
+        self.settled = False  # stored, or marked failed: nothing left to abandon
+        self.events = self._events()
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self.events
+
+    def close(self) -> None:
+        self.events.close()
+        if not self.settled:
+            self.settled = True
+            reply_abandon(draft=self.draft, reason="the client disconnected before the whole reply was delivered")
+
+    def _events(self) -> Iterator[bytes]:
+        envelope = self.envelope
+        try:
+            yield _event(envelope | {"choices": [_delta({"role": "assistant", "content": ""})]})
+            for piece in reply_pieces(draft=self.draft):
+                yield _event(envelope | {"choices": [_delta({"content": piece})]})
+            yield _event(envelope | {"choices": [_delta({}, finish="stop")]})
+        except GenerationFailed as exc:
+            self.settled = True  # reply_pieces marked it failed already
+            yield _event(_error_event("generation_failed", f"The reply could not be generated: {exc}"))
+            return
+        except Exception:
+            self.settled = True
+            reply_abandon(draft=self.draft, reason="an unexpected error stopped the reply")
+            raise
+        self.settled = True  # reply_store stores the turn or marks the reply failed itself
+        yield _event(_stored(self.draft, envelope))
         yield b"data: [DONE]\n\n"
-    except GenerationFailed as exc:
-        stored = True  # reply_pieces marked it failed already
-        yield _event(_error_event("generation_failed", f"The reply could not be generated: {exc}"))
-    finally:
-        if not stored:
-            reply_abandon(draft=draft, reason="the client disconnected before the whole reply was delivered")
 
 
 def _stored(draft: Draft, envelope: dict) -> dict:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.core.signals import request_finished
+from django.db import close_old_connections
 from django.test import Client
 
 from memory.llm import LLMError, use_llm
@@ -138,3 +140,20 @@ def test_a_completion_costs_a_bounded_number_of_queries(llm, memory, token, djan
     # the chat's own loop: authentication, the parties, the claim, retrieval (13), the turn, the reply and its audit
     with django_assert_max_num_queries(40):
         assert post(token, {**CONVERSATION, "messages": CONVERSATION["messages"][-1:]}).status_code == 200
+
+
+def test_a_stream_closed_before_its_first_event_is_abandoned_and_stores_nothing(llm, memory, token):
+    response = post(token, {**CONVERSATION, "stream": True})
+
+    # What the server does when the client has gone before anything was written. As Django's test client does,
+    # keep request_finished from closing the test's connection (it holds the test's transaction).
+    request_finished.disconnect(close_old_connections)
+    try:
+        response.close()
+    finally:
+        request_finished.connect(close_old_connections)
+
+    reply = ChatReply.objects.get()
+    assert reply.status == ReplyStatus.FAILED and "disconnected" in reply.error
+    assert not Page.objects.filter(user_message="What is my beagle called?").exists()
+    assert llm.calls == []  # the model was never asked
