@@ -157,3 +157,15 @@ def test_a_stream_closed_before_its_first_event_is_abandoned_and_stores_nothing(
     assert reply.status == ReplyStatus.FAILED and "disconnected" in reply.error
     assert not Page.objects.filter(user_message="What is my beagle called?").exists()
     assert llm.calls == []  # the model was never asked
+
+
+def test_a_deactivated_user_is_refused_with_a_conflict_and_nothing_is_asked(llm, memory, alice, token):
+    from memory.services.audit import Actor
+    from memory.services.tenancy import end_user_set_active
+
+    end_user_set_active(end_user=alice, active=False, actor=Actor.system("test"), reason="left")
+
+    response = post(token, CONVERSATION)
+
+    assert response.status_code == 409 and response.json()["error"]["code"] == "deactivated"
+    assert llm.calls == [] and not ChatReply.objects.exists()
