@@ -106,14 +106,23 @@ def chat_completions(request: HttpRequest) -> HttpResponse:
         draft = _draft(request, principal, body)
     except Exception as exc:
         return _problem_response(exc)
-    if isinstance(draft, ReplyResult):
+    if isinstance(draft, ReplyResult):  # a replayed key, or a generation that failed
+        if body["stream"] and draft.done:
+            return _event_stream(_replayed(draft, body))
         return _finished(draft, body)
     if body["stream"]:
-        response = StreamingHttpResponse(_Delivery(draft, body), content_type="text/event-stream")
-        response["Cache-Control"] = "no-cache"
-        response["X-Accel-Buffering"] = "no"  # nginx would otherwise hold the events back
-        return response
-    return _finished(reply_store(draft=draft), body)
+        return _event_stream(_Delivery(draft, body))
+    try:
+        return _finished(reply_store(draft=draft), body)
+    except Exception as exc:  # erased or deactivated while the reply was made
+        return _problem_response(exc)
+
+
+def _event_stream(events) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(events, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # nginx would otherwise hold the events back
+    return response
 
 
 def _draft(request: HttpRequest, principal: Principal, body: dict) -> Draft | ReplyResult:
@@ -264,6 +273,15 @@ class _Delivery:
         self.settled = True  # reply_store stores the turn or marks the reply failed itself
         yield _event(_stored(self.draft, envelope))
         yield b"data: [DONE]\n\n"
+
+
+def _replayed(result: ReplyResult, body: dict) -> Iterator[bytes]:
+    """A reply stored by an earlier request with the same Idempotency-Key, streamed again in one piece."""
+    envelope = _envelope(result.reply.pk, body, "chat.completion.chunk")
+    yield _event(envelope | {"choices": [_delta({"role": "assistant", "content": result.text})]})
+    yield _event(envelope | {"choices": [_delta({}, finish="stop")]})
+    yield _event(envelope | {"choices": [], "usage": _usage(result.reply)})
+    yield b"data: [DONE]\n\n"
 
 
 def _stored(draft: Draft, envelope: dict) -> dict:

@@ -169,3 +169,13 @@ def test_a_deactivated_user_is_refused_with_a_conflict_and_nothing_is_asked(llm,
 
     assert response.status_code == 409 and response.json()["error"]["code"] == "deactivated"
     assert llm.calls == [] and not ChatReply.objects.exists()
+
+
+def test_a_streamed_retry_with_the_same_key_streams_the_stored_reply_again(llm, memory, token):
+    body = {**CONVERSATION, "stream": True}
+    first = b"".join(post(token, body, HTTP_IDEMPOTENCY_KEY="stream-0001").streaming_content).decode()
+    again = b"".join(post(token, body, HTTP_IDEMPOTENCY_KEY="stream-0001").streaming_content).decode()
+
+    assert "Biscuit" in first and "[DONE]" in first
+    assert "Your beagle is called Biscuit." in again and "[DONE]" in again
+    assert Page.objects.filter(user_message="What is my beagle called?").count() == 1 and len(llm.calls) == 1
