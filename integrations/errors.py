@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework.exceptions import APIException
 
 from api.views.base import NOT_FOUND
 from chat.services import InvalidMessage
@@ -53,4 +54,6 @@ def problem_of(exc: Exception) -> Problem | None:
         return Problem(400, "invalid_request", _validation_message(exc))
     if isinstance(exc, AssistantUnnamed | InvalidTurn | InvalidMessage | GovernanceError | ToolFailure):
         return Problem(400, "invalid_request", str(exc))
+    if isinstance(exc, APIException):  # raised by the REST API's helpers the integrations share (idempotency)
+        return Problem(exc.status_code, str(exc.get_codes()), str(exc.detail))
     return None

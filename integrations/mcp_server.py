@@ -109,15 +109,22 @@ def _add_tools(server: MCPServer, caller: Caller) -> None:
         ctx: Context,
         assistant: str | None = None,
         at: datetime | None = None,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         """Store one turn that your agent generated (the user's message and your reply) in `user`'s memory.
-        The user is created on first use. Needs the write scope."""
+        The user is created on first use. With idempotency_key, a retry stores nothing twice. Needs write."""
         return _run(
             caller,
             ctx,
             "write",
             lambda p: tools.memory_record_turn_tool(
-                p, user=user, user_message=user_message, assistant_reply=assistant_reply, assistant=assistant, at=at
+                p,
+                user=user,
+                user_message=user_message,
+                assistant_reply=assistant_reply,
+                assistant=assistant,
+                at=at,
+                idempotency_key=idempotency_key,
             ),
         )
 

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from api import serializers
 from api.access import Principal
+from api.idempotency import KEY, Outcome, idempotent
 from chat.services import reply_generate
 from integrations.access import assistant_for
 from memory.items import ITEM_KINDS
@@ -80,20 +81,36 @@ def memory_record_turn_tool(
     assistant_reply: str,
     assistant: str | None = None,
     at: datetime | None = None,
+    idempotency_key: str | None = None,
 ) -> dict:
-    """Store a turn the agent generated itself (as POST /api/v1/turns/): the user is created on first use."""
+    """Store a turn the agent generated itself (as POST /api/v1/turns/): the user is created on first use.
+
+    With `idempotency_key`, a retry with the same arguments answers the first answer and stores nothing twice; the
+    same key with other arguments is refused (the REST API's Idempotency-Key, with keys of their own).
+    """
+    if idempotency_key is not None and not KEY.match(idempotency_key):
+        raise ToolFailure("idempotency_key: use 1 to 100 printable ASCII characters without spaces.")
     named = assistant_for(principal.tenant, assistant).external_id
-    end_user, found = conversation_parties(tenant=principal.tenant, user=user, assistant=named)
-    recorded = turn_record(
-        end_user=end_user,
-        assistant=found,
-        user_message=user_message,
-        assistant_reply=assistant_reply,
-        at=at,
-        source=PageSource.API,
-        source_ref=_source_ref(principal),
+    data = {"user": user, "assistant": named, "user_message": user_message, "assistant_reply": assistant_reply}
+    data["at"] = at.isoformat() if at else None
+
+    def record() -> Outcome:
+        end_user, found = conversation_parties(tenant=principal.tenant, user=user, assistant=named)
+        recorded = turn_record(
+            end_user=end_user,
+            assistant=found,
+            user_message=user_message,
+            assistant_reply=assistant_reply,
+            at=at,
+            source=PageSource.API,
+            source_ref=_source_ref(principal),
+        )
+        return 201, {"page_id": recorded.page.pk, "queued_updating": recorded.queued_updating}, end_user
+
+    answer = idempotent(
+        tenant=principal.tenant, endpoint="mcp-turns", key=idempotency_key, data=data, run=record, atomic=True
     )
-    return {"page_id": recorded.page.pk, "queued_updating": recorded.queued_updating}
+    return dict(answer.data)
 
 
 def memory_chat_tool(principal: Principal, *, user: str, message: str, assistant: str | None = None) -> dict:

@@ -26,14 +26,21 @@ def test_every_tool_and_resource_answers_over_stdio_and_is_audited_as_the_token(
         async with stdio_session(stdio_env(fake_model_url, token)) as session:
             listed = {tool.name for tool in (await session.list_tools()).tools}
             retrieved = await call(session, "memory_retrieve", user="alice", query="What is my beagle called?")
-            recorded = await call(
-                session, "memory_record_turn", user="alice", user_message="I also have a cat.", assistant_reply="Nice!"
+            turn = {"user": "alice", "user_message": "I also have a cat.", "assistant_reply": "Nice!"}
+            recorded = await call(session, "memory_record_turn", **turn, idempotency_key="turn-1")
+            retried = await call(session, "memory_record_turn", **turn, idempotency_key="turn-1")
+            reused = await call(
+                session, "memory_record_turn", **{**turn, "user_message": "A dog."}, idempotency_key="turn-1"
             )
             chatted = await call(session, "memory_chat", user="alice", message="What is my dog called?")
             profile = await call(session, "profile_get", user="alice")
             found = await call(session, "memory_search", user="alice", query="beagle")
             knowledge = await read(session, "memoryos://users/alice/knowledge")
             profile_resource = await read(session, "memoryos://users/alice/profile")
+            assert retried == recorded and reused == (
+                True,
+                "This Idempotency-Key was already used with a different body.",
+            )
             return listed, retrieved, recorded, chatted, profile, found, knowledge, profile_resource
 
     listed, retrieved, recorded, chatted, profile, found, knowledge, profile_resource = run(scenario)
@@ -42,7 +49,7 @@ def test_every_tool_and_resource_answers_over_stdio_and_is_audited_as_the_token(
     assert retrieved[0] is False
     assert memory.mtm_page.pk in [page["id"] for page in retrieved[1]["pages"]]
     assert all(page["at"] for page in retrieved[1]["pages"])
-    assert recorded[0] is False and Page.objects.filter(pk=recorded[1]["page_id"], user_message="I also have a cat.")
+    assert recorded[0] is False and Page.objects.filter(user_message="I also have a cat.").count() == 1
     assert chatted[0] is False and chatted[1]["mode"] == "offline" and chatted[1]["page_id"]
     assert profile == (False, profile[1]) and profile[1]["text"] == "Alice owns a beagle."
     assert [page["id"] for page in found[1]["pages"]] == [memory.mtm_page.pk]

@@ -9,9 +9,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from api.access import Principal
+from api.exceptions import Conflict
 from integrations import tools
 from integrations.access import AssistantUnnamed, NotAuthenticated, RateLimited, ScopeMissing, principal_for_token
-from memory.models import ActorKind, AuditEntry, KnowledgeEntry
+from memory.models import ActorKind, AuditEntry, KnowledgeEntry, Page
 from memory.services.tenancy import assistant_create
 from tests import builders
 from tests.api.conftest import client_for
@@ -130,3 +131,20 @@ def test_tokens_are_checked_for_validity_scope_and_rate(settings, tenant):
     principal_for_token(reader, scope="read")  # a refused scope did not count, as in the REST API
     with pytest.raises(RateLimited):
         principal_for_token(reader, scope="read")
+
+
+def test_a_turn_retried_with_its_idempotency_key_is_stored_once_and_another_body_is_refused(memory, token):
+    writer = principal_for_token(token, scope="write")
+    turn = {"user": "alice", "user_message": "I moved to Porto.", "assistant_reply": "Lovely city!"}
+
+    first = tools.memory_record_turn_tool(writer, **turn, idempotency_key="turn-0001")
+    again = tools.memory_record_turn_tool(writer, **turn, idempotency_key="turn-0001")
+
+    assert again == first
+    assert Page.objects.filter(user_message="I moved to Porto.").count() == 1
+    with pytest.raises(Conflict, match="different body"):
+        tools.memory_record_turn_tool(
+            writer, **{**turn, "user_message": "I moved to Lyon."}, idempotency_key="turn-0001"
+        )
+    with pytest.raises(tools.ToolFailure, match="printable ASCII"):
+        tools.memory_record_turn_tool(writer, **turn, idempotency_key="has spaces")
