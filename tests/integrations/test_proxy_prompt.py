@@ -179,3 +179,10 @@ def test_a_streamed_retry_with_the_same_key_streams_the_stored_reply_again(llm, 
     assert "Biscuit" in first and "[DONE]" in first
     assert "Your beagle is called Biscuit." in again and "[DONE]" in again
     assert Page.objects.filter(user_message="What is my beagle called?").count() == 1 and len(llm.calls) == 1
+
+
+def test_a_user_id_that_is_not_an_external_id_is_refused_and_nothing_is_created(llm, tenant, token):
+    response = post(token, {**CONVERSATION, "user": "not an id/with spaces"})
+
+    assert response.status_code == 400 and response.json()["error"]["type"] == "invalid_request_error"
+    assert not tenant.end_users.exists() and llm.calls == []
