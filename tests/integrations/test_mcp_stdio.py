@@ -4,6 +4,7 @@ the test database, with its token in MEMORYOS_API_TOKEN."""
 from __future__ import annotations
 
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from memory.models import ActorKind, AuditEntry, Page
 from tests.foundation.processes import child_env, database_url_for_children, manage
@@ -63,12 +64,15 @@ def test_every_tool_and_resource_answers_over_stdio_and_is_audited_as_the_token(
 def test_another_tenants_token_reaches_nothing_over_stdio(transactional_db, memory, stranger_token, fake_model_url):
     async def scenario():
         async with stdio_session(stdio_env(fake_model_url, stranger_token)) as session:
-            return [
+            answers = [
                 await call(session, "memory_retrieve", user="alice", query="beagle"),
                 await call(session, "profile_get", user="alice"),
                 await call(session, "memory_search", user="alice", query="beagle"),
                 await call(session, "memory_forget", kind="page", id=memory.mtm_page.pk, reason="not theirs"),
             ]
+            with pytest.raises(MCPError, match="No such user"):
+                await read(session, "memoryos://users/alice/knowledge")
+            return answers
 
     answers = run(scenario)
 
