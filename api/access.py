@@ -25,17 +25,19 @@ class Principal:
     actor: Actor
     token: ApiToken | None = None
 
+    @classmethod
+    def of_token(cls, token: ApiToken) -> Principal:
+        """The caller an API token stands for: its tenant, its scopes, and itself as the actor audits name."""
+        return cls(token.tenant, frozenset(token.scopes), Actor.api_token(token.pk, token.name), token)
+
 
 def principal_of(request: Request) -> Principal:
     """The caller of an authenticated request (cached on it). Raises 404 for a tenant the operator has no role in."""
     cached = getattr(request, "_memoryos_principal", None)
     if cached is not None:
         return cached
-    if isinstance(request.auth, ApiToken):
-        token = request.auth
-        principal = Principal(token.tenant, frozenset(token.scopes), Actor.api_token(token.pk, token.name), token)
-    else:
-        principal = _operator_principal(request)
+    is_token = isinstance(request.auth, ApiToken)
+    principal = Principal.of_token(request.auth) if is_token else _operator_principal(request)
     request._memoryos_principal = principal
     return principal
 

@@ -22,6 +22,7 @@ from memory.models import (
     ProfileVersion,
     Segment,
 )
+from memory.retrieval import RetrievalResult
 from memory.services.gdpr import receipt_verify
 from memory.services.governance import MAX_MEMORY_TEXT
 from memory.services.tenancy import EXTERNAL_ID
@@ -463,3 +464,33 @@ class ExportJobOut(serializers.ModelSerializer):
         request = self.context.get("request")
         path = f"/api/v1/exports/{job.pk}/download/"
         return request.build_absolute_uri(path) if request else path
+
+
+# --- Retrieval ----------------------------------------------------------------------------------------------------
+
+
+def _knowledge_out(result: RetrievalResult) -> list[dict]:
+    ranked = [*result.user_knowledge, *result.assistant_knowledge]
+    items = [{"entry": k.entry, "score": k.score} for k in ranked]
+    seen = {k.entry.pk for k in ranked}
+    items += [{"entry": entry, "score": None} for entry in result.pinned_knowledge if entry.pk not in seen]
+    return [
+        {"id": i["entry"].pk, "kind": i["entry"].kind, "text": i["entry"].text, "score": i["score"]}
+        | {"pinned": i["entry"].pinned}
+        for i in items
+    ]
+
+
+def retrieval_out(result: RetrievalResult) -> dict:
+    """A retrieval result as /api/v1/retrieve/ (and the MCP tool memory_retrieve) answer it."""
+    return {
+        "query": result.query,
+        "query_keywords": result.query_keywords,
+        "short_term": ShortTermPageOut(result.short_term, many=True).data,
+        "pages": RetrievedPageOut(result.pages, many=True).data,
+        "segments": RetrievedSegmentOut(result.segments, many=True).data,
+        "profile": ProfileOut(result.profile).data if result.profile else None,
+        "knowledge": _knowledge_out(result),
+        "pinned_pages": ShortTermPageOut(result.pinned_pages, many=True).data,
+        "used": result.used(),
+    }

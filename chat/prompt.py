@@ -104,14 +104,18 @@ class Prompt:
     dropped: list[MemoryItem]
     tokens: int
     budget: int
+    # The caller's own conversation before `message` (the memory proxy): its system text and earlier turns.
+    caller_system: str = ""
+    history: tuple[dict, ...] = ()
 
     @property
     def system(self) -> str:
         # One system message: some OpenAI-compatible servers' chat templates refuse a second one.
-        return f"{self.instructions}\n\n{self.memory}"
+        caller = f"\n\n{self.caller_system}" if self.caller_system else ""
+        return f"{self.instructions}\n\n{self.memory}{caller}"
 
     def messages(self) -> list[dict]:
-        return [{"role": "system", "content": self.system}, {"role": "user", "content": self.message}]
+        return [{"role": "system", "content": self.system}, *self.history, {"role": "user", "content": self.message}]
 
 
 # --- Memory items -------------------------------------------------------------------------------------------------
@@ -209,18 +213,29 @@ def _grouped_by_topic(items: list[MemoryItem]) -> list[str]:
 
 
 def prompt_build(
-    *, assistant: Assistant, retrieval: RetrievalResult, message: str, now: datetime, budget: int
+    *,
+    assistant: Assistant,
+    retrieval: RetrievalResult,
+    message: str,
+    now: datetime,
+    budget: int,
+    conversation: Iterable[dict] = (),
 ) -> Prompt:
     """The prompt for `message`, dropping the lowest-ranked memory until its estimated tokens fit `budget`.
 
+    `conversation` is the caller's own messages before `message` (OpenAI shape: role and text content): its system
+    messages follow the memory block inside the one system message, its other turns come before `message`.
     Pure: reads only what `retrieval` already holds. When even no memory at all does not fit, the memory block is
     empty and the prompt goes out over budget (the message itself is never cut).
     """
     instructions = instructions_for(assistant=assistant, now=now)
+    caller_system = "\n\n".join(m["content"] for m in conversation if m["role"] == "system")
+    history = tuple({"role": m["role"], "content": m["content"]} for m in conversation if m["role"] != "system")
     kept = memory_items(retrieval)
     dropped: list[MemoryItem] = []
     drop_order = sorted(kept, key=lambda item: (item.rank, item.order))
-    fixed = estimate_tokens(instructions) + estimate_tokens(message)
+    fixed = estimate_tokens(instructions) + estimate_tokens(message) + estimate_tokens(caller_system)
+    fixed += sum(estimate_tokens(m["content"]) for m in history)
     memory = render_memory(kept)
     while drop_order and fixed + estimate_tokens(memory) > budget:
         victim = drop_order.pop(0)
@@ -228,7 +243,7 @@ def prompt_build(
         dropped.append(victim)
         memory = render_memory(kept)
     tokens = fixed + estimate_tokens(memory)
-    return Prompt(instructions, memory, message, kept, dropped, tokens, budget)
+    return Prompt(instructions, memory, message, kept, dropped, tokens, budget, caller_system, history)
 
 
 def memory_used(retrieval: RetrievalResult, prompt: Prompt) -> dict:

@@ -7,6 +7,7 @@ turn, `reply_memory_record` for the audit of the memory a reply used.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -16,7 +17,7 @@ from django.utils import timezone
 
 from chat.offline import offline_memory_used, offline_reply
 from chat.prompt import Prompt, memory_used, prompt_build
-from memory.llm import LLMError, get_llm
+from memory.llm import LLMError, LLMReply, get_llm
 from memory.models import Assistant, ChatReply, EndUser, MemorySpace, ReplyStatus
 from memory.models.tiers import PageSource, ReplySource
 from memory.retrieval import RetrievalResult, retrieve
@@ -29,6 +30,7 @@ from memory.step_types import Usage
 from memory.steps import llm_configured
 
 IDEMPOTENCY_KEY_MAX = 100
+REPLY_TEMPERATURE = 0.7
 
 
 class InvalidMessage(ValueError):
@@ -99,6 +101,7 @@ def reply_generate(
     idempotency_key: str,
     actor: Actor | None = None,
     now: datetime | None = None,
+    conversation: list[dict] | None = None,
 ) -> ReplyResult:
     """Answer `message` from memory and store the turn; a second submit with the same key answers nothing new.
 
@@ -106,9 +109,62 @@ def reply_generate(
     (one LLM call, or the offline reply), then in one transaction record the turn, queue a visit to each segment
     whose relevant page reached the prompt (unless memory is paused), complete the reply and audit the memory it
     used. An LLM failure marks the reply failed with
-    its reason and stores no page; the same key may then be sent again. Raises InvalidMessage for a bad message
-    InvalidTurn when the user and assistant belong to different tenants, and EndUserClosed when the end user is
-    deactivated or erased while the reply is made (nothing of it is kept then).
+    its reason and stores no page; the same key may then be sent again. `conversation` is the caller's own earlier
+    messages (the memory proxy; see prompt_build). Raises InvalidMessage for a bad message, InvalidTurn when the
+    user and assistant belong to different tenants, and EndUserClosed when the end user is deactivated or erased
+    while the reply is made (nothing of it is kept then).
+    """
+    draft = reply_draft(
+        end_user=end_user,
+        assistant=assistant,
+        message=message,
+        idempotency_key=idempotency_key,
+        actor=actor,
+        now=now,
+        conversation=conversation,
+    )
+    return draft if isinstance(draft, ReplyResult) else reply_store(draft=draft)
+
+
+@dataclass
+class Draft:
+    """A reply that is not stored yet: reply_store stores it, reply_abandon drops it.
+
+    `generated` is None while a streamed reply is still to be generated (reply_pieces fills it in).
+    """
+
+    space: MemorySpace
+    reply: ChatReply
+    message: str
+    generated: Generated | None
+    retrieval: RetrievalResult
+    prompt: Prompt
+    actor: Actor
+    now: datetime
+    mode: str
+
+
+class GenerationFailed(Exception):
+    """The model failed while a streamed reply was generated; the reply is marked failed and nothing is stored."""
+
+
+def reply_draft(
+    *,
+    end_user: EndUser,
+    assistant: Assistant,
+    message: str,
+    idempotency_key: str,
+    actor: Actor | None = None,
+    now: datetime | None = None,
+    conversation: list[dict] | None = None,
+    stream: bool = False,
+) -> Draft | ReplyResult:
+    """The first half of reply_generate: claim, retrieve, build the prompt and generate, storing nothing yet.
+
+    Returns a Draft to pass to reply_store (or reply_abandon when whoever asked has gone away), or the final
+    ReplyResult when there is nothing to store: a replayed key, or a failed generation (marked failed already).
+    With `stream`, a model's reply is not generated yet: reply_pieces generates it piece by piece.
+    Raises as reply_generate does.
     """
     message, idempotency_key = message_check(message), _key_check(idempotency_key)
     if not (end_user.is_active and assistant.is_active):
@@ -127,21 +183,80 @@ def reply_generate(
     try:
         retrieval = retrieve(space=space, query=message, record_visits=False, now=now)
         prompt = prompt_build(
-            assistant=assistant, retrieval=retrieval, message=message, now=now, budget=settings.CHAT_PROMPT_TOKEN_BUDGET
+            assistant=assistant,
+            retrieval=retrieval,
+            message=message,
+            now=now,
+            budget=settings.CHAT_PROMPT_TOKEN_BUDGET,
+            conversation=conversation or (),
         )
-        generated = _generate(prompt, retrieval, mode, now)
-        page_text = _store(space, reply, message, generated, retrieval, prompt, actor or Actor.end_user(end_user), now)
-    except _Failed as failure:
-        chat_reply_fail(reply=reply, mode=mode, error=str(failure), usage=failure.usage)
+        generated = None if stream and mode == "llm" else _generate(prompt, retrieval, mode, now)
+    except Exception as exc:
+        return _failed(reply, mode, end_user, exc)
+    return Draft(space, reply, message, generated, retrieval, prompt, actor or Actor.end_user(end_user), now, mode)
+
+
+def reply_pieces(*, draft: Draft) -> Iterator[str]:
+    """The draft's reply as text pieces, as the model streams them (an offline reply a word at a time).
+
+    Once exhausted, `draft.generated` holds the whole reply, ready for reply_store. A model failure marks the reply
+    failed (nothing is stored; the key may be sent again) and raises GenerationFailed.
+    """
+    if draft.generated is not None:
+        words = draft.generated.text.split(" ")
+        yield from (word if i == len(words) - 1 else f"{word} " for i, word in enumerate(words))
+        return
+    try:
+        for piece in get_llm().stream(
+            draft.prompt.messages(), max_tokens=settings.CHAT_REPLY_MAX_TOKENS, temperature=REPLY_TEMPERATURE
+        ):
+            if isinstance(piece, LLMReply):
+                usage = Usage(calls=1, prompt_tokens=piece.prompt_tokens, completion_tokens=piece.completion_tokens)
+                draft.generated = Generated(text=piece.text.strip(), mode=draft.mode, usage=usage)
+            else:
+                yield piece
+    except LLMError as exc:
+        chat_reply_fail(reply=draft.reply, mode=draft.mode, error=str(exc), usage=Usage(calls=1))
+        raise GenerationFailed(str(exc)) from exc
+
+
+def reply_store(*, draft: Draft) -> ReplyResult:
+    """The second half of reply_generate: record the turn, complete the reply and audit the memory it used.
+
+    A turn that cannot be stored marks the reply failed (nothing is kept); raises EndUserClosed when the end user
+    was erased or deactivated meanwhile. A streamed draft is stored once reply_pieces is exhausted.
+    """
+    space, generated = draft.space, draft.generated
+    if generated is None:
+        raise ValueError("the draft's reply has not been generated yet: exhaust reply_pieces first")
+    try:
+        text = _store(
+            space, draft.reply, draft.message, generated, draft.retrieval, draft.prompt, draft.actor, draft.now
+        )
+    except Exception as exc:
+        return _failed(draft.reply, generated.mode, space.end_user, exc)
+    return ReplyResult(reply=draft.reply, text=text, retrieval=draft.retrieval)
+
+
+def reply_abandon(*, draft: Draft, reason: str) -> None:
+    """Drop a draft whose asker went away (a streaming client that disconnected): the reply is marked failed with
+    `reason`, nothing of the turn is stored, and the same key may be sent again."""
+    usage = draft.generated.usage if draft.generated else Usage(calls=1)
+    chat_reply_fail(reply=draft.reply, mode=draft.mode, error=reason, usage=usage)
+
+
+def _failed(reply: ChatReply, mode: str, end_user: EndUser, exc: Exception) -> ReplyResult:
+    """Mark `reply` failed: with its reason for a _Failed (answered as a failed result), or generically for a bug,
+    which is raised again after (an erasure under way explains such a failure: it is raised as a refusal)."""
+    if isinstance(exc, _Failed):
+        chat_reply_fail(reply=reply, mode=mode, error=str(exc), usage=exc.usage)
         return ReplyResult(reply=reply, text="", retrieval=None)
-    except Exception:
-        # A bug must not leave the key pending for ever: mark it failed so it can be retried, then let it surface
-        # (if even that write fails, the original error is the one worth seeing).
-        with contextlib.suppress(Exception):
-            chat_reply_fail(reply=reply, mode=mode, error="an unexpected error stopped the reply", usage=Usage())
-        end_user_closed_check(end_user)  # an erasure under way explains the failure: a refusal, not a bug
-        raise
-    return ReplyResult(reply=reply, text=page_text, retrieval=retrieval)
+    # A bug must not leave the key pending for ever: mark it failed so it can be retried, then let it surface
+    # (if even that write fails, the original error is the one worth seeing).
+    with contextlib.suppress(Exception):
+        chat_reply_fail(reply=reply, mode=mode, error="an unexpected error stopped the reply", usage=Usage())
+    end_user_closed_check(end_user)
+    raise exc
 
 
 def _visits_queue(space: MemorySpace, retrieval: RetrievalResult, prompt: Prompt, now: datetime) -> list[int]:
@@ -169,7 +284,9 @@ def _generate(prompt: Prompt, retrieval: RetrievalResult, mode: str, now: dateti
         used = offline_memory_used(reply, retrieval=retrieval, tokens=prompt.tokens, budget=prompt.budget)
         return Generated(text=reply.text, mode=mode, usage=Usage(), used=used)
     try:
-        answer = get_llm().complete(prompt.messages(), max_tokens=settings.CHAT_REPLY_MAX_TOKENS, temperature=0.7)
+        answer = get_llm().complete(
+            prompt.messages(), max_tokens=settings.CHAT_REPLY_MAX_TOKENS, temperature=REPLY_TEMPERATURE
+        )
     except LLMError as exc:
         raise _Failed(str(exc), Usage(calls=1)) from exc
     usage = Usage(calls=1, prompt_tokens=answer.prompt_tokens, completion_tokens=answer.completion_tokens)

@@ -1,8 +1,9 @@
-"""A local fake OpenAI-compatible server for load tests: answers at once, never used by the product.
+"""A local fake OpenAI-compatible server for load and integration tests: never used by the product.
 
-Serves `/v1/chat/completions` (a short reply, or for the memory steps' JSON-mode prompts a JSON object in the shape
-`memory.llm_steps` validates), `/v1/embeddings` (hashed bag-of-words vectors, so retrieval still ranks by shared
-words) and `/v1/models`. It runs in a thread of the process that starts it; `fake_llm_server()` gives its base URL.
+Serves `/v1/chat/completions` (a short reply at once, or word by word with `stream`; for the memory steps'
+JSON-mode prompts a JSON object in the shape `memory.llm_steps` validates), `/v1/embeddings` (hashed bag-of-words
+vectors, so retrieval still ranks by shared words) and `/v1/models`. It runs in a thread of the process that starts
+it; `fake_llm_server()` gives its base URL.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from memory.llm_steps import CHAIN_SYSTEM, KNOWLEDGE_SYSTEM, PROFILE_SYSTEM
 
 MODEL = "fake-load-model"
+STREAM_DELAY = 0.05  # seconds between streamed words: slow enough for a client to hang up half-way
 EMBEDDING_DIMENSION = 64
 WORD = re.compile(r"[a-z0-9]{3,}")
 
@@ -87,6 +89,27 @@ class FakeOpenAIHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
+    def _stream(self, completion: dict[str, Any]) -> None:
+        """The completion as server-sent events, a word at a time, STREAM_DELAY apart, then its usage and [DONE]."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        base = {key: completion[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+        words = completion["choices"][0]["message"]["content"].split(" ")
+        for index, word in enumerate(words):
+            piece = word if index == len(words) - 1 else f"{word} "
+            self._event(base | {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+            time.sleep(STREAM_DELAY)
+        self._event(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        self._event(base | {"choices": [], "usage": completion["usage"]})
+        self.wfile.write(b"data: [DONE]\n\n")
+
+    def _event(self, body: dict[str, Any]) -> None:
+        self.wfile.write(f"data: {json.dumps(body)}\n\n".encode())
+        self.wfile.flush()
+
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
             self._send(200, {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "load-test"}]})
@@ -96,7 +119,9 @@ class FakeOpenAIHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         request = json.loads(self.rfile.read(length) or b"{}")
-        if self.path.endswith("/chat/completions"):
+        if self.path.endswith("/chat/completions") and request.get("stream"):
+            self._stream(_completion(request))
+        elif self.path.endswith("/chat/completions"):
             self._send(200, _completion(request))
         elif self.path.endswith("/embeddings"):
             self._send(200, _embeddings(request))

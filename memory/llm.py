@@ -81,6 +81,10 @@ class LLM(Protocol):
         self, messages: list[dict], *, json_mode: bool = False, max_tokens: int | None = None, temperature: float = 0.2
     ) -> LLMReply: ...
 
+    def stream(
+        self, messages: list[dict], *, max_tokens: int | None = None, temperature: float = 0.2
+    ) -> Iterator[str | LLMReply]: ...
+
 
 class LLMClient:
     """Chat completions from one model on one OpenAI-compatible endpoint."""
@@ -114,6 +118,33 @@ class LLMClient:
         except openai.OpenAIError as exc:
             raise _error_from(exc) from exc
         return _reply_from(completion)
+
+    def stream(
+        self, messages: list[dict], *, max_tokens: int | None = None, temperature: float = 0.2
+    ) -> Iterator[str | LLMReply]:
+        """One streamed chat completion: its text pieces as they arrive, then one LLMReply with the whole text and
+        the tokens it cost (0 when the server sends no usage). Raises LLMError for every failure, an empty answer
+        included; pieces already yielded are then not a reply."""
+        options: dict[str, Any] = {"temperature": temperature, "stream": True}
+        options["stream_options"] = {"include_usage": True}
+        if max_tokens is not None:
+            options["max_tokens"] = max_tokens
+        pieces: list[str] = []
+        prompt_tokens = completion_tokens = 0
+        try:
+            for chunk in self.client.chat.completions.create(model=self.model, messages=messages, **options):
+                if chunk.usage:
+                    prompt_tokens, completion_tokens = chunk.usage.prompt_tokens, chunk.usage.completion_tokens
+                piece = chunk.choices[0].delta.content if chunk.choices else None
+                if piece:
+                    pieces.append(piece)
+                    yield piece
+        except openai.OpenAIError as exc:
+            raise _error_from(exc) from exc
+        text = "".join(pieces)
+        if not text.strip():
+            raise LLMError("the LLM returned an empty answer", retryable=True)
+        yield LLMReply(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
 
 
 def _reply_from(completion: Any) -> LLMReply:

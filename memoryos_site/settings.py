@@ -104,6 +104,7 @@ INSTALLED_APPS = [
     "chat",
     "dashboard",
     "api",
+    "integrations",  # the MCP server and the OpenAI-compatible memory proxy
     "memoryos_site",  # the project's own commands: serve
     "evaluation",  # tooling (locomo_eval, memory_bench); the product never imports it
 ]

@@ -9,6 +9,7 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("api.urls")),
+    path("v1/", include("integrations.urls")),  # the OpenAI-compatible memory proxy
     path("chat/", include("chat.urls")),
     path("", include("dashboard.urls")),
 ]

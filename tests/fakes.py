@@ -72,3 +72,11 @@ class ScriptedLLM:
             raise reply
         prompt = sum(len(str(message.get("content", ""))) for message in messages)
         return LLMReply(text=reply, prompt_tokens=prompt // 4, completion_tokens=len(reply) // 4)
+
+    def stream(self, messages: list[dict], *, max_tokens: int | None = None, temperature: float = 0.2):
+        """The next scripted reply, word by word, then its LLMReply (as LLMClient.stream)."""
+        reply = self.complete(messages, max_tokens=max_tokens, temperature=temperature)
+        words = reply.text.split(" ")
+        for index, word in enumerate(words):
+            yield word if index == len(words) - 1 else f"{word} "
+        yield reply

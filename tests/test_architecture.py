@@ -24,7 +24,7 @@ OPENAI_SEAM = "memory/llm.py"
 VECTOR_SQL = re.compile(r"CosineDistance|L2Distance|MaxInnerProduct|<=>|<->|hnsw", re.IGNORECASE)
 RETRIEVAL = "memory/retrieval.py"
 
-UI_APPS = ("dashboard/", "chat/")
+UI_APPS = ("dashboard/", "chat/", "integrations/")  # interfaces: they call memory services, never write rows
 MODEL_WRITE = re.compile(r"\.objects\.create\(|\.save\(|\.delete\(|\.update\(|bulk_create|bulk_update")
 
 
@@ -64,7 +64,7 @@ def vector_sql_outside_retrieval(sources: Iterable[Source]) -> list[str]:
 
 
 def ui_writes_models(sources: Iterable[Source]) -> list[str]:
-    """Lines in dashboard/ and chat/ that write models directly instead of calling a memory service."""
+    """Lines in dashboard/, chat/ and integrations/ that write models directly instead of calling a service."""
     found = []
     for path, text in sources:
         if not path.startswith(UI_APPS) or "/migrations/" in path:
@@ -76,7 +76,7 @@ def ui_writes_models(sources: Iterable[Source]) -> list[str]:
 
 
 def ui_defines_models(sources: Iterable[Source]) -> list[str]:
-    """dashboard/ and chat/ have no models: every domain model lives in memory/."""
+    """dashboard/, chat/ and integrations/ have no models: every domain model lives in memory/."""
     model_class = re.compile(r"^class\s+\w+\((?:models\.)?Model\)", re.MULTILINE)
     return [path for path, text in sources if path.startswith(UI_APPS) and model_class.search(_code(text))]
 
@@ -162,7 +162,7 @@ def test_the_readme_check_catches_an_undocumented_variable():
 
 # --- imports: the product never imports the evaluation app, and no module imports itself back -------------------
 
-PRODUCT_APPS = ("memory/", "chat/", "dashboard/", "api/", "memoryos_site/")
+PRODUCT_APPS = ("memory/", "chat/", "dashboard/", "api/", "integrations/", "memoryos_site/")
 PROJECT_PACKAGES = (*PRODUCT_APPS, "evaluation/")
 EVALUATION = "evaluation"
 
@@ -209,6 +209,37 @@ def test_the_evaluation_rule_catches_every_way_of_importing_it():
         found = product_imports_evaluation([("dashboard/views/x.py", bad)])
         line = bad.count("\n") + 1
         assert len(found) == 1 and found[0].startswith(f"dashboard/views/x.py:{line}: imports evaluation")
+
+
+INTEGRATIONS = "integrations"
+BELOW_INTEGRATIONS = ("memory/", "chat/", "dashboard/", "api/")
+
+
+def imports_integrations(sources: Iterable[Source]) -> list[str]:
+    """Lines of memory/, chat/, dashboard/ and api/ that import integrations/, which sits on top of them:
+    `integrations -> api -> chat -> memory`, never back (the site's urls.py mounts it, like every app)."""
+    found = []
+    for path, text in sources:
+        if not path.startswith(BELOW_INTEGRATIONS):
+            continue
+        for node in ast.walk(ast.parse(text)):
+            for name in _absolute_imports(node):
+                if name == INTEGRATIONS or name.startswith(f"{INTEGRATIONS}."):
+                    found.append(f"{path}:{node.lineno}: imports {name}")
+    return found
+
+
+def test_no_lower_app_imports_the_integrations():
+    assert imports_integrations(project_sources()) == []
+
+
+def test_the_integrations_rule_catches_an_import_from_below():
+    assert imports_integrations([("integrations/proxy.py", "from chat.services import reply_draft\n")]) == []
+    assert imports_integrations([("memoryos_site/urls.py", "import integrations.urls\n")]) == []
+
+    assert imports_integrations([("api/views/x.py", "from integrations.tools import x\n")]) == [
+        "api/views/x.py:1: imports integrations.tools"
+    ]
 
 
 def module_name(path: str) -> str:

@@ -17,18 +17,22 @@ from api.idempotency import IDEMPOTENCY_KEY_PARAMETER, Outcome, idempotency_key,
 from api.views.base import ApiView, get_or_not_found
 from chat.prompt import prompt_build
 from chat.services import InvalidMessage, reply_generate
-from memory.models import Assistant, EndUser, MemorySpace
+from memory.models import Assistant, EndUser, MemorySpace, Tenant
 from memory.models.tiers import PageSource
-from memory.retrieval import RetrievalResult, retrieve
+from memory.retrieval import RetrievalResult
 from memory.selectors.people import assistant_get, end_user_get
-from memory.services.gdpr import end_user_for_turn
-from memory.services.governance import memory_read_record
-from memory.services.turns import InvalidTurn, end_user_closed_check, space_get_or_create, turn_record
+from memory.services.conversation import PartyInactive, conversation_parties
+from memory.services.recall import memory_retrieve
+from memory.services.turns import InvalidTurn, turn_record
 
 
-def _active(thing: EndUser | Assistant, what: str) -> None:
-    if not thing.is_active:
-        raise Conflict(f"The {what} {thing.external_id!r} is deactivated.", code="deactivated")
+def _parties(tenant: Tenant, data: dict) -> tuple[EndUser, Assistant]:
+    """The request's end user and assistant (see conversation_parties): 404 for an unknown assistant, 409 for a
+    deactivated party, 410 for an erased user."""
+    try:
+        return get_or_not_found(conversation_parties, tenant=tenant, user=data["user"], assistant=data["assistant"])
+    except PartyInactive as exc:
+        raise Conflict(str(exc), code="deactivated") from None
 
 
 def _field_error(exc: ValueError, fields: tuple[str, ...]) -> ValidationError:
@@ -57,10 +61,7 @@ class TurnsView(ApiView):
         )
 
     def _record(self, data: dict) -> Outcome:
-        assistant = get_or_not_found(assistant_get, tenant=self.tenant, external_id=data["assistant"])
-        _active(assistant, "assistant")
-        end_user = end_user_for_turn(tenant=self.tenant, external_id=data["user"])
-        _active(end_user, "user")
+        end_user, assistant = _parties(self.tenant, data)
         try:
             recorded = turn_record(
                 end_user=end_user,
@@ -77,32 +78,6 @@ class TurnsView(ApiView):
         return status.HTTP_201_CREATED, body, end_user
 
 
-def _knowledge(result: RetrievalResult) -> list[dict]:
-    ranked = [*result.user_knowledge, *result.assistant_knowledge]
-    items = [{"entry": k.entry, "score": k.score} for k in ranked]
-    seen = {k.entry.pk for k in ranked}
-    items += [{"entry": entry, "score": None} for entry in result.pinned_knowledge if entry.pk not in seen]
-    return [
-        {"id": i["entry"].pk, "kind": i["entry"].kind, "text": i["entry"].text, "score": i["score"]}
-        | {"pinned": i["entry"].pinned}
-        for i in items
-    ]
-
-
-def retrieval_body(result: RetrievalResult) -> dict:
-    return {
-        "query": result.query,
-        "query_keywords": result.query_keywords,
-        "short_term": serializers.ShortTermPageOut(result.short_term, many=True).data,
-        "pages": serializers.RetrievedPageOut(result.pages, many=True).data,
-        "segments": serializers.RetrievedSegmentOut(result.segments, many=True).data,
-        "profile": serializers.ProfileOut(result.profile).data if result.profile else None,
-        "knowledge": _knowledge(result),
-        "pinned_pages": serializers.ShortTermPageOut(result.pinned_pages, many=True).data,
-        "used": result.used(),
-    }
-
-
 class RetrieveView(ApiView):
     """What memory holds for a query: STM, the best mid-term pages, profile and knowledge. No LLM call."""
 
@@ -114,23 +89,16 @@ class RetrieveView(ApiView):
         data = self.valid(serializers.RetrieveIn)
         end_user = get_or_not_found(end_user_get, tenant=self.tenant, external_id=data["user"])
         assistant = get_or_not_found(assistant_get, tenant=self.tenant, external_id=data["assistant"])
-        try:
-            space = space_get_or_create(end_user=end_user, assistant=assistant)
-            visits = data["record_visits"] and not space.paused
-            result = retrieve(space=space, query=data["query"], record_visits=visits)
-            memory_read_record(
-                actor=self.actor,
-                end_user=end_user,
-                what="api retrieve",
-                target_type="memoryspace",
-                target_id=space.pk,
-                request_id=self.request_id,
-            )
-        except Exception:
-            # erased meanwhile: its rows are gone, so say so (410) rather than fail
-            end_user_closed_check(end_user, inactive_ok=True)
-            raise
-        body = retrieval_body(result)
+        space, result = memory_retrieve(
+            end_user=end_user,
+            assistant=assistant,
+            query=data["query"],
+            record_visits=data["record_visits"],
+            actor=self.actor,
+            what="api retrieve",
+            request_id=self.request_id,
+        )
+        body = serializers.retrieval_out(result)
         if data["include_prompt"]:
             body["prompt"] = _prompt(space, result)
         return Response(body)
@@ -170,10 +138,7 @@ class ChatView(ApiView):
         return idempotent(tenant=self.tenant, endpoint="chat", key=key, data=data, run=run, atomic=False)
 
     def _reply(self, data: dict, key: str) -> Outcome:
-        assistant = get_or_not_found(assistant_get, tenant=self.tenant, external_id=data["assistant"])
-        _active(assistant, "assistant")
-        end_user = end_user_for_turn(tenant=self.tenant, external_id=data["user"])
-        _active(end_user, "user")
+        end_user, assistant = _parties(self.tenant, data)
         try:
             result = reply_generate(
                 end_user=end_user, assistant=assistant, message=data["message"], idempotency_key=key, actor=self.actor

@@ -13,7 +13,8 @@ arguments narrow either one; None means "any":
 
 from __future__ import annotations
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+from django.db.models import Count, F, Prefetch, Q, QuerySet
 
 from memory.models import Assistant, EndUser, HeatSample, KnowledgeEntry, Page, ProfileVersion, Segment, Tenant
 from memory.models.tiers import KnowledgeKind
@@ -167,3 +168,32 @@ def profile_version_list(
 
 def profile_version_get(*, tenant: Tenant, id: int, end_user: EndUser | None = None) -> ProfileVersion:
     return profile_version_list(tenant=tenant, end_user=end_user).get(pk=id)
+
+
+# --- Search -----------------------------------------------------------------------------------------------------
+
+
+def _words(text: str) -> SearchQuery:
+    """The words of `text` as a web-style full-text query (quoted phrases, `or`, `-word`), stemmed as pages are."""
+    return SearchQuery(text, config="english", search_type="websearch")
+
+
+def page_search(*, tenant: Tenant, end_user: EndUser, text: str, assistant: Assistant | None = None) -> QuerySet[Page]:
+    """One user's pages (with `assistant`, only those with it) holding the words of `text`, best match first.
+
+    Uses the pages' generated `search` column and its GIN index; a system reply's words are not searched.
+    """
+    words = _words(text)
+    pages = page_list(tenant=tenant, end_user=end_user, assistant=assistant).filter(search=words)
+    return pages.annotate(rank=SearchRank(F("search"), words)).order_by("-rank", "-at", "-id")
+
+
+def knowledge_search(
+    *, tenant: Tenant, end_user: EndUser, text: str, assistant: Assistant | None = None
+) -> QuerySet[KnowledgeEntry]:
+    """One user's knowledge entries (with `assistant`, those they see with it) holding the words of `text`, best
+    match first. A user keeps at most MEMORY_KNOWLEDGE_CAPACITY entries per store, so the vector is built per query."""
+    words = _words(text)
+    entries = knowledge_list(tenant=tenant, end_user=end_user, assistant=assistant)
+    entries = entries.annotate(words=SearchVector("text", config="english")).filter(words=words)
+    return entries.annotate(rank=SearchRank(F("words"), words)).order_by("-rank", "-created_at", "-id")

@@ -109,19 +109,19 @@ def test_a_deactivated_user_cannot_chat_but_can_still_be_exported(api, tenant):
 
 
 def test_a_retrieval_whose_user_is_erased_meanwhile_is_gone_not_a_server_error(transactional_db, api, monkeypatch):
-    from api.views import conversation
+    from memory.services import recall  # the audited retrieval the view calls
     from memory.services.audit import Actor
     from memory.services.gdpr import user_erase
 
     api.post("/api/v1/chat/", {"user": USER, "assistant": "ava", "message": "hi"}, format="json")
-    retrieve = conversation.retrieve
+    retrieve = recall.retrieve
 
     def erase_meanwhile(**kwargs):
         end_user = EndUser.objects.get(external_id=USER)
         user_erase(end_user=end_user, actor=Actor.system("test"), legal_basis="GDPR Art. 17", dry_run=False)
         return retrieve(**kwargs)
 
-    monkeypatch.setattr(conversation, "retrieve", erase_meanwhile)
+    monkeypatch.setattr(recall, "retrieve", erase_meanwhile)
 
     response = api.post("/api/v1/retrieve/", {"user": USER, "assistant": "ava", "query": "hi"}, format="json")
 

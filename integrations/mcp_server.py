@@ -1,0 +1,238 @@
+"""The MCP server: memory as tools and resources for any MCP client, over stdio or streamable HTTP.
+
+Built with the official SDK's `MCPServer`. Every tool and resource authenticates its caller with an API token (the
+same hashed tokens and scopes as the REST API): over stdio the one token the server was started with (the
+MEMORYOS_API_TOKEN environment variable), over HTTP the `Authorization: Bearer` header of each request. It is
+checked again on every call, so a revoked token stops working at once. The work itself is `integrations.tools`:
+the REST API's services and selectors, audited with the token as actor.
+
+The SDK runs synchronous tools in worker threads; each call closes database connections that are too old or broken
+before and after it, as Django does around a request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+
+import anyio.to_thread
+from django.conf import settings
+from django.db import close_old_connections
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.datastructures import Headers
+from starlette.responses import Response
+
+from api.access import Principal
+from integrations import tools
+from integrations.access import NotAuthenticated, bearer_token, principal_for_token
+from integrations.errors import problem_of
+from memory.services.api_tokens import api_token_authenticate
+
+TOKEN_ENV = "MEMORYOS_API_TOKEN"
+SERVER_NAME = "memoryos"
+INSTRUCTIONS = (
+    "Long-term memory of the people you talk to. Call memory_retrieve with the user's message before answering and "
+    "memory_record_turn after (or memory_chat to let MemoryOS answer). Users are named by their external id; "
+    "name the assistant when the tenant has several."
+)
+T = TypeVar("T")
+ItemKind = Literal["page", "segment", "knowledge", "profile_version"]
+
+
+class Caller:
+    """How a server finds who calls: a fixed token (stdio), or each HTTP request's bearer token."""
+
+    def __init__(self, token: str | None) -> None:
+        self.token = token
+
+    def principal(self, ctx: Context | None, scope: str) -> Principal:
+        if self.token is not None:
+            return principal_for_token(self.token, scope=scope)
+        headers = ctx.headers if ctx is not None else None
+        if headers is None:
+            raise NotAuthenticated("No API token: set MEMORYOS_API_TOKEN or send 'Authorization: Bearer <token>'.")
+        return principal_for_token(bearer_token(headers.get("authorization")), scope=scope)
+
+
+def _request_id(ctx: Context | None) -> str:
+    return f"mcp-{ctx.request_id}" if ctx is not None else "mcp"
+
+
+def _run(caller: Caller, ctx: Context | None, scope: str, work: Callable[[Principal], T], error=ToolError) -> T:
+    """`work(principal)` for an authenticated caller holding `scope`; expected failures become `error(message)`."""
+    close_old_connections()
+    try:
+        return work(caller.principal(ctx, scope))
+    except Exception as exc:
+        problem = problem_of(exc)
+        if problem is None:
+            raise
+        raise error(problem.message) from None
+    finally:
+        close_old_connections()
+
+
+def build_server(*, token: str | None) -> MCPServer:
+    """The MCP server with MemoryOS's tools and resources; `token` for stdio, None to read each request's header."""
+    caller = Caller(token)
+    server = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS)
+    _add_tools(server, caller)
+    _add_resources(server, caller)
+    return server
+
+
+def _add_tools(server: MCPServer, caller: Caller) -> None:
+    @server.tool()
+    def memory_retrieve(
+        user: str, query: str, ctx: Context, assistant: str | None = None, record_visits: bool = True
+    ) -> dict[str, Any]:
+        """What memory holds for a query about `user`: latest turns, relevant earlier pages (ids, dates, scores),
+        the profile and facts. The same result as POST /api/v1/retrieve/. Needs the read scope."""
+        return _run(
+            caller,
+            ctx,
+            "read",
+            lambda p: tools.memory_retrieve_tool(
+                p, user=user, query=query, assistant=assistant, record_visits=record_visits, request_id=_request_id(ctx)
+            ),
+        )
+
+    @server.tool()
+    def memory_record_turn(
+        user: str,
+        user_message: str,
+        assistant_reply: str,
+        ctx: Context,
+        assistant: str | None = None,
+        at: datetime | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Store one turn that your agent generated (the user's message and your reply) in `user`'s memory.
+        The user is created on first use. With idempotency_key, a retry stores nothing twice. Needs write."""
+        return _run(
+            caller,
+            ctx,
+            "write",
+            lambda p: tools.memory_record_turn_tool(
+                p,
+                user=user,
+                user_message=user_message,
+                assistant_reply=assistant_reply,
+                assistant=assistant,
+                at=at,
+                idempotency_key=idempotency_key,
+            ),
+        )
+
+    @server.tool()
+    def memory_chat(user: str, message: str, ctx: Context, assistant: str | None = None) -> dict[str, Any]:
+        """Send `message` as `user`; MemoryOS's assistant answers from memory and the turn is stored.
+        Needs the write scope."""
+        return _run(
+            caller, ctx, "write", lambda p: tools.memory_chat_tool(p, user=user, message=message, assistant=assistant)
+        )
+
+    @server.tool()
+    def profile_get(user: str, ctx: Context) -> dict[str, Any]:
+        """The current profile of `user` (a short description built from their conversations). Needs read."""
+        return _run(caller, ctx, "read", lambda p: tools.profile_get_tool(p, user=user, request_id=_request_id(ctx)))
+
+    @server.tool()
+    def memory_search(
+        user: str, query: str, ctx: Context, assistant: str | None = None, limit: int = 10
+    ) -> dict[str, Any]:
+        """Full-text search over one user's pages (turns) and facts, best match first. Needs the read scope."""
+        return _run(
+            caller,
+            ctx,
+            "read",
+            lambda p: tools.memory_search_tool(
+                p, user=user, query=query, assistant=assistant, limit=limit, request_id=_request_id(ctx)
+            ),
+        )
+
+    @server.tool()
+    def memory_forget(kind: ItemKind, id: int, reason: str, ctx: Context, dry_run: bool = False) -> dict[str, Any]:
+        """Forget one memory item (a page, segment, knowledge entry or profile version) and what was derived from
+        it; `reason` is required and audited. With dry_run, only say what would be forgotten. Needs write."""
+        return _run(
+            caller,
+            ctx,
+            "write",
+            lambda p: tools.memory_forget_tool(
+                p, kind=kind, id=id, reason=reason, dry_run=dry_run, request_id=_request_id(ctx)
+            ),
+        )
+
+
+def _add_resources(server: MCPServer, caller: Caller) -> None:
+    @server.resource("memoryos://users/{user}/profile", mime_type="application/json")
+    def profile(user: str, ctx: Context) -> str:
+        """The user's current profile."""
+        work = lambda p: tools.profile_get_tool(p, user=user, request_id=_request_id(ctx))  # noqa: E731
+        return json.dumps(_run(caller, ctx, "read", work, error=ResourceError))
+
+    @server.resource("memoryos://users/{user}/knowledge", mime_type="application/json")
+    def knowledge(user: str, ctx: Context) -> str:
+        """Every fact remembered about the user, newest first."""
+        work = lambda p: tools.knowledge_read(p, user=user, request_id=_request_id(ctx))  # noqa: E731
+        return json.dumps(_run(caller, ctx, "read", work, error=ResourceError))
+
+
+# --- Streamable HTTP ----------------------------------------------------------------------------------------------
+
+MCP_PATH = "/mcp"
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+class BearerRequired:
+    """ASGI middleware: an HTTP request without a valid API token is answered 401 before the MCP transport sees it.
+
+    Tools check the token (and their scope) again on every call; this only turns strangers away at the door, with
+    the `WWW-Authenticate: Bearer` challenge HTTP clients expect.
+    """
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http" and not await anyio.to_thread.run_sync(self._valid, Headers(scope=scope)):
+            body = json.dumps({"error": {"code": "invalid_api_key", "message": "A valid API token is required."}})
+            response = Response(body, status_code=401, media_type="application/json")
+            response.headers["WWW-Authenticate"] = 'Bearer realm="memoryos"'
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    def _valid(headers: Headers) -> bool:
+        close_old_connections()
+        try:
+            return api_token_authenticate(raw=bearer_token(headers.get("authorization"))) is not None
+        except NotAuthenticated:
+            return False
+        finally:
+            close_old_connections()
+
+
+def http_app(*, host: str = "127.0.0.1"):
+    """The ASGI app serving MCP's streamable HTTP transport at /mcp, each request authenticated by its bearer token.
+
+    Host headers are checked against DNS rebinding: localhost names when bound to a loopback address, else
+    Django's ALLOWED_HOSTS.
+    """
+    security = None
+    if "*" in settings.ALLOWED_HOSTS:
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    elif host not in LOCAL_HOSTS:
+        hosts = [*settings.ALLOWED_HOSTS, *(f"{name}:*" for name in settings.ALLOWED_HOSTS)]
+        security = TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=[])
+    app = build_server(token=None).streamable_http_app(
+        streamable_http_path=MCP_PATH, transport_security=security, host=host
+    )
+    app.add_middleware(BearerRequired)
+    return app

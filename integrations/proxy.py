@@ -1,0 +1,310 @@
+"""The OpenAI-compatible memory proxy: point an OpenAI client's `base_url` at `<site>/v1` and memory is added and
+recorded with no other change.
+
+`POST /v1/chat/completions` takes OpenAI's request shape, the end user in its standard `user` field and the
+assistant in the `X-MemoryOS-Assistant` header (or the tenant's only assistant). It answers through the chat's own
+generation loop (chat.services): memory retrieved for the last user message goes into the prompt's delimited memory
+block, the caller's own system text and earlier turns follow, the configured model answers (or the offline reply),
+and the turn is stored and audited with the token as actor, respecting pause, erasure and deactivation as
+/api/v1/chat/ does. With `"stream": true` the answer goes out as server-sent events and the turn is stored only
+once the last piece was delivered: a client that hangs up early leaves nothing stored.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_POST
+
+from api.access import Principal
+from chat.services import (
+    IDEMPOTENCY_KEY_MAX,
+    Draft,
+    GenerationFailed,
+    ReplyResult,
+    reply_abandon,
+    reply_draft,
+    reply_pieces,
+    reply_store,
+)
+from integrations.access import assistant_for, bearer_token, principal_for_token
+from integrations.errors import Problem, problem_of
+from memory.services.conversation import conversation_parties
+from memory.steps import llm_configured
+
+ASSISTANT_HEADER = "X-MemoryOS-Assistant"
+OFFLINE_MODEL = "memoryos-offline"
+ROLES = ("system", "developer", "user", "assistant")
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found",
+    429: "rate_limit_error",
+}
+
+
+class BadRequest(Exception):
+    """The request does not follow OpenAI's chat completion shape; `param` names the field."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+def error_response(
+    status: int, code: str, message: str, param: str | None = None, retry_after: int | None = None
+) -> JsonResponse:
+    """An error in OpenAI's shape, which its clients turn into their typed exceptions."""
+    kind = ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    response = JsonResponse({"error": {"message": message, "type": kind, "param": param, "code": code}}, status=status)
+    if status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="memoryos"'
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
+    return response
+
+
+def _problem_response(exc: Exception) -> JsonResponse:
+    if isinstance(exc, BadRequest):
+        return error_response(400, "invalid_request", str(exc), exc.param)
+    problem: Problem | None = problem_of(exc)
+    if problem is None:
+        raise exc
+    return error_response(problem.status, problem.code, problem.message, retry_after=problem.retry_after)
+
+
+def model_name() -> str:
+    return settings.LLM_MODEL if llm_configured() else OFFLINE_MODEL
+
+
+@csrf_exempt
+@require_GET
+def models(request: HttpRequest) -> JsonResponse:
+    """The one model this proxy answers with: the configured one, or the offline reply."""
+    try:
+        principal_for_token(bearer_token(request.headers.get("Authorization")), scope="read")
+    except Exception as exc:
+        return _problem_response(exc)
+    model = {"id": model_name(), "object": "model", "created": 0, "owned_by": "memoryos"}
+    return JsonResponse({"object": "list", "data": [model]})
+
+
+@csrf_exempt
+@require_POST
+def chat_completions(request: HttpRequest) -> HttpResponse:
+    """One chat completion answered from memory; the turn is stored (see the module docstring)."""
+    try:
+        principal = principal_for_token(bearer_token(request.headers.get("Authorization")), scope="write")
+        body = _body(request)
+        draft = _draft(request, principal, body)
+    except Exception as exc:
+        return _problem_response(exc)
+    if isinstance(draft, ReplyResult):  # a replayed key, or a generation that failed
+        if body["stream"] and draft.done:
+            return _event_stream(_replayed(draft, body))
+        return _finished(draft, body)
+    if body["stream"]:
+        return _event_stream(_Delivery(draft, body))
+    try:
+        return _finished(reply_store(draft=draft), body)
+    except Exception as exc:  # erased or deactivated while the reply was made
+        return _problem_response(exc)
+
+
+def _event_stream(events) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(events, content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # nginx would otherwise hold the events back
+    return response
+
+
+def _draft(request: HttpRequest, principal: Principal, body: dict) -> Draft | ReplyResult:
+    named = assistant_for(principal.tenant, request.headers.get(ASSISTANT_HEADER, "").strip() or None)
+    end_user, assistant = conversation_parties(tenant=principal.tenant, user=body["user"], assistant=named.external_id)
+    key = request.headers.get("Idempotency-Key", "").strip() or f"proxy-{uuid.uuid4()}"
+    if len(key) > IDEMPOTENCY_KEY_MAX:
+        raise BadRequest(f"Idempotency-Key is longer than {IDEMPOTENCY_KEY_MAX} characters.")
+    return reply_draft(
+        end_user=end_user,
+        assistant=assistant,
+        message=body["message"],
+        idempotency_key=key,
+        actor=principal.actor,
+        conversation=body["conversation"],
+        stream=body["stream"],
+    )
+
+
+# --- The request ---------------------------------------------------------------------------------------------------
+
+
+def _body(request: HttpRequest) -> dict:
+    """The parts of OpenAI's request this proxy uses; raises BadRequest naming the first field that is wrong."""
+    try:
+        data = json.loads(request.body or b"null")
+    except ValueError:
+        raise BadRequest("The body is not valid JSON.") from None
+    if not isinstance(data, dict):
+        raise BadRequest("The body must be a JSON object.")
+    user = data.get("user")
+    if not isinstance(user, str) or not user.strip():
+        raise BadRequest("Name the end user in the `user` field (their external id).", "user")
+    stream = data.get("stream", False)
+    if not isinstance(stream, bool):
+        raise BadRequest("`stream` must be true or false.", "stream")
+    messages = [_message(item, index) for index, item in enumerate(_messages(data))]
+    if messages[-1]["role"] != "user":
+        raise BadRequest("The last message must be the user's.", "messages")
+    model = data.get("model")
+    return {
+        "user": user.strip(),
+        "stream": stream,
+        "message": messages[-1]["content"],
+        "conversation": messages[:-1],
+        "model": model if isinstance(model, str) and model else model_name(),
+    }
+
+
+def _messages(data: dict) -> list:
+    messages = data.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise BadRequest("`messages` must be a non-empty list.", "messages")
+    return messages
+
+
+def _message(item, index: int) -> dict:
+    """One message as {role, content}: developer counts as system, text parts are joined, other parts refused."""
+    param = f"messages.{index}"
+    if not isinstance(item, dict) or item.get("role") not in ROLES:
+        raise BadRequest(f"Each message needs a role: one of {', '.join(ROLES)}.", f"{param}.role")
+    content = item.get("content")
+    if isinstance(content, list):
+        if not all(isinstance(part, dict) and part.get("type") == "text" for part in content):
+            raise BadRequest("Only text content is supported.", f"{param}.content")
+        content = "".join(str(part.get("text", "")) for part in content)
+    if not isinstance(content, str):
+        raise BadRequest("Each message needs its text in `content`.", f"{param}.content")
+    role = "system" if item["role"] == "developer" else item["role"]
+    return {"role": role, "content": content}
+
+
+# --- The response --------------------------------------------------------------------------------------------------
+
+
+def _finished(result: ReplyResult, body: dict) -> HttpResponse:
+    """A completed reply as OpenAI's chat.completion, or the error that stopped it."""
+    if result.pending:
+        message = "This message is still being answered; retry later."
+        return error_response(409, "idempotency_key_in_progress", message)
+    if result.failed:
+        return error_response(502, "generation_failed", f"The reply could not be generated: {result.reply.error}")
+    reply = result.reply
+    message = {"role": "assistant", "content": result.text}
+    choice = {"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}
+    completion = _envelope(result.reply.pk, body, "chat.completion") | {"choices": [choice], "usage": _usage(reply)}
+    return JsonResponse(completion)
+
+
+def _envelope(reply_id: int, body: dict, kind: str) -> dict:
+    """What every response and chunk of one reply shares; `memoryos_reply_id` finds it in the console and audit."""
+    return {
+        "id": f"chatcmpl-memoryos-{reply_id}",
+        "object": kind,
+        "created": int(time.time()),
+        "model": body["model"],
+        "memoryos_reply_id": reply_id,
+    }
+
+
+def _usage(reply) -> dict:
+    return {
+        "prompt_tokens": reply.prompt_tokens,
+        "completion_tokens": reply.completion_tokens,
+        "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+    }
+
+
+class _Delivery:
+    """The reply as OpenAI's chat.completion.chunk events; the turn is stored after the last piece was delivered.
+
+    The server asks for the next event only once the previous one was written, so reaching the store means every
+    piece went out. When the client hangs up, the server stops iterating and calls `close()` (StreamingHttpResponse
+    hands it to the WSGI server): a draft not settled by then is abandoned, marked failed with no page stored,
+    whether its events had started or not.
+    """
+
+    def __init__(self, draft: Draft, body: dict) -> None:
+        self.draft = draft
+        self.envelope = _envelope(draft.reply.pk, body, "chat.completion.chunk")
+        self.settled = False  # stored, or marked failed: nothing left to abandon
+        self.events = self._events()
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self.events
+
+    def close(self) -> None:
+        self.events.close()
+        if not self.settled:
+            self.settled = True
+            reply_abandon(draft=self.draft, reason="the client disconnected before the whole reply was delivered")
+
+    def _events(self) -> Iterator[bytes]:
+        envelope = self.envelope
+        try:
+            yield _event(envelope | {"choices": [_delta({"role": "assistant", "content": ""})]})
+            for piece in reply_pieces(draft=self.draft):
+                yield _event(envelope | {"choices": [_delta({"content": piece})]})
+            yield _event(envelope | {"choices": [_delta({}, finish="stop")]})
+        except GenerationFailed as exc:
+            self.settled = True  # reply_pieces marked it failed already
+            yield _event(_error_event("generation_failed", f"The reply could not be generated: {exc}"))
+            return
+        except Exception:
+            self.settled = True
+            reply_abandon(draft=self.draft, reason="an unexpected error stopped the reply")
+            raise
+        self.settled = True  # reply_store stores the turn or marks the reply failed itself
+        yield _event(_stored(self.draft, envelope))
+        yield b"data: [DONE]\n\n"
+
+
+def _replayed(result: ReplyResult, body: dict) -> Iterator[bytes]:
+    """A reply stored by an earlier request with the same Idempotency-Key, streamed again in one piece."""
+    envelope = _envelope(result.reply.pk, body, "chat.completion.chunk")
+    yield _event(envelope | {"choices": [_delta({"role": "assistant", "content": result.text})]})
+    yield _event(envelope | {"choices": [_delta({}, finish="stop")]})
+    yield _event(envelope | {"choices": [], "usage": _usage(result.reply)})
+    yield b"data: [DONE]\n\n"
+
+
+def _stored(draft: Draft, envelope: dict) -> dict:
+    """Store the streamed turn: the closing usage chunk, or an error event when it could not be stored."""
+    try:
+        result = reply_store(draft=draft)
+    except Exception as exc:
+        problem = problem_of(exc)
+        if problem is None:
+            raise
+        return _error_event(problem.code, problem.message)
+    if result.failed:
+        return _error_event("generation_failed", f"The reply could not be stored: {result.reply.error}")
+    return envelope | {"choices": [], "usage": _usage(result.reply)}
+
+
+def _delta(delta: dict, finish: str | None = None) -> dict:
+    return {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+
+
+def _error_event(code: str, message: str) -> dict:
+    return {"error": {"message": message, "type": "api_error", "param": None, "code": code}}
+
+
+def _event(data: dict) -> bytes:
+    return f"data: {json.dumps(data)}\n\n".encode()

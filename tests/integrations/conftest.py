@@ -1,0 +1,52 @@
+"""Integration personas: Acme's tokens and Alice's memory (shared with the API tests), and one embedder that this
+process and the servers it starts all use: the fake OpenAI-compatible endpoint's, so stored vectors match."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluation.fake_llm import fake_llm_server
+from memory.embeddings import EndpointEmbedder, use_embedder
+from memory.services.embedding_state import forget_verification
+from tests.api.conftest import (  # noqa: F401  fixtures
+    exports_in_a_temporary_folder,
+    fresh_rate_limit_counts,
+    make_token,
+    memory,
+    token,
+)
+
+EMBEDDING_MODEL = "fake-embedding"
+
+
+@pytest.fixture(scope="session")
+def fake_model_url() -> str:
+    """The base URL (…/v1) of a fake OpenAI-compatible model and embeddings endpoint, for the whole run."""
+    with fake_llm_server() as url:
+        yield url
+
+
+@pytest.fixture(autouse=True)
+def shared_embedder(fake_model_url, settings, embedder):
+    """This process embeds with the fake endpoint, as the servers it starts do (see server_env)."""
+    settings.EMBEDDING_BASE_URL = fake_model_url
+    forget_verification()
+    with use_embedder(EndpointEmbedder(EMBEDDING_MODEL)) as shared:
+        yield shared
+    forget_verification()
+
+
+def server_env(fake_model_url: str) -> dict[str, str]:
+    """The environment of a server process: the fake endpoint's embeddings, no model (offline replies)."""
+    return {
+        "EMBEDDING_BACKEND": "openai",
+        "EMBEDDING_BASE_URL": fake_model_url,
+        "EMBEDDING_MODEL": EMBEDDING_MODEL,
+        "LLM_BASE_URL": "",
+    }
+
+
+@pytest.fixture
+def stranger_token(other_tenant) -> str:
+    """A token of Globex, with every scope: it must never reach Acme's memory."""
+    return make_token(other_tenant)
