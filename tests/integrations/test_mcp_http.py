@@ -12,7 +12,7 @@ import httpx2
 import pytest
 from django.db import connection
 
-from memory.models import ActorKind, ApiToken, AuditEntry, Page, Segment
+from memory.models import ActorKind, ApiToken, AuditEntry, Page, Segment, SegmentVisit
 from memory.services.api_tokens import api_token_revoke
 from memory.services.audit import Actor
 from memory.services.gdpr import user_erase
@@ -149,6 +149,7 @@ def test_paused_memory_is_not_visited_and_an_erased_user_is_never_recorded_again
     retrieved = run(paused_scenario)
 
     assert retrieved[0] is False and Segment.objects.get(pk=memory.segment.pk).n_visit == visits_before
+    assert not SegmentVisit.objects.exists()  # not even queued for the worker
     user_erase(end_user=alice, actor=Actor.system("test"), legal_basis="Art. 17", dry_run=False)
 
     async def erased_scenario():

@@ -7,7 +7,7 @@ import openai
 import pytest
 
 from memory.llm import use_llm
-from memory.models import ActorKind, AuditEntry, ChatReply, Page, ReplyStatus, Segment
+from memory.models import ActorKind, AuditEntry, ChatReply, Page, ReplyStatus, Segment, SegmentVisit
 from memory.services.audit import Actor
 from memory.services.gdpr import user_erase
 from memory.services.governance import memory_pause_set, page_forget
@@ -138,6 +138,7 @@ def test_paused_memory_is_not_visited_and_forgotten_memory_is_not_injected(
     paused = ChatReply.objects.get(pk=ask(live_server, token).memoryos_reply_id)
 
     assert Segment.objects.get(pk=memory.segment.pk).n_visit == visits
+    assert not SegmentVisit.objects.exists()  # not even queued for the worker
     assert memory.mtm_page.pk in [page["id"] for page in paused.memory_used["pages"]]
     page_forget(page=memory.mtm_page, actor=Actor.system("test"), reason="Alice asked")
 
