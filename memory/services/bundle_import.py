@@ -35,7 +35,12 @@ from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
 from memory.services.jobs import jobs_due
 from memory.services.promotion import text_hash
-from memory.services.turns import end_user_write_lock, space_get_or_create, stm_evict_overflow
+from memory.services.turns import (
+    end_user_closed_check,
+    end_user_write_lock,
+    space_get_or_create,
+    stm_evict_overflow,
+)
 from memory.services.updating import hot_segment_ids
 from memory.steps import get_steps
 
@@ -90,12 +95,14 @@ def memory_import(
     bundle_validate(bundle)
     fingerprint = bundle_fingerprint(bundle)
     if dry_run:
-        return _plan(end_user, bundle, fingerprint, assistant_external_id, dry_run=True)
+        end_user_closed_check(end_user)
+        return _imported(end_user, fingerprint, dry_run=True) or _plan(
+            end_user, bundle, fingerprint, assistant_external_id, dry_run=True
+        )
     with transaction.atomic():
         end_user_write_lock(end_user)
-        done = MemoryImport.objects.filter(end_user=end_user, fingerprint=fingerprint, status=ImportStatus.DONE).first()
-        if done is not None:
-            return ImportResult(fingerprint, False, already_imported=True, counts=done.counts, memory_import=done)
+        if done := _imported(end_user, fingerprint, dry_run=False):
+            return done
         result = _plan(end_user, bundle, fingerprint, assistant_external_id, dry_run=False)
         spaces = _spaces_open(end_user, _targets(end_user, bundle, assistant_external_id))
         _import(end_user, bundle, spaces, fingerprint)
@@ -113,14 +120,25 @@ def memory_import(
     return result
 
 
+def _imported(end_user: EndUser, fingerprint: str, *, dry_run: bool) -> ImportResult | None:
+    """The earlier import of this bundle's memory into the user, if there was one."""
+    done = MemoryImport.objects.filter(end_user=end_user, fingerprint=fingerprint, status=ImportStatus.DONE).first()
+    if done is None:
+        return None
+    return ImportResult(fingerprint, dry_run, already_imported=True, counts=done.counts, memory_import=done)
+
+
 def bundle_stage(*, end_user: EndUser, bundle: dict, actor: Actor, assistant_external_id: str = "") -> MemoryImport:
     """Keep a validated bundle for the console's confirm step (a dry run showed what it will create).
 
-    Raises BundleInvalid like memory_import. Staging the same bundle again reuses its row. The staged bundle is
-    personal data of the end user: erasure deletes it with them, and memory_import_staged clears it once imported.
+    Raises BundleInvalid like memory_import. Staging the same bundle again reuses its row; staging another drops
+    the user's earlier staged bundle. A staged bundle is personal data of the end user: erasure deletes it with
+    them, and memory_import_staged drops it once imported.
     """
     bundle_validate(bundle)
     fingerprint = bundle_fingerprint(bundle)
+    others = MemoryImport.objects.filter(end_user=end_user, status=ImportStatus.STAGED).exclude(fingerprint=fingerprint)
+    others.delete()  # one bundle waits for confirmation per user: an abandoned dry run leaves no copy behind
     staged, _ = MemoryImport.objects.update_or_create(
         end_user=end_user,
         fingerprint=fingerprint,
