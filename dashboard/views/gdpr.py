@@ -11,7 +11,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from dashboard.console import actor_of, console_or_404, get_or_404, page_or_partial, record_read, request_id_of
 from dashboard.forms import LEGAL_BASES, BundleImportForm, ErasureForm
-from memory.bundles import BundleInvalid
+from memory.bundles import BundleInvalid, timestamp
 from memory.models import ImportStatus
 from memory.roles import Permission
 from memory.selectors.governance import (
@@ -170,8 +170,9 @@ def _refusal(exc: Exception) -> str:
 
 def _preview(bundle: dict) -> dict:
     """A few of the pages and facts the import will create, to recognise the bundle by."""
-    pages = [page for space in bundle["memory"] for page in space["pages"]]
-    return {"pages": pages[:PREVIEW_ROWS], "knowledge": bundle["knowledge"][:PREVIEW_ROWS]}
+    pages = [page for space in bundle["memory"] for page in space["pages"]][:PREVIEW_ROWS]
+    shown = [page | {"at": timestamp(page["at"])} for page in pages]  # validated: every time parses
+    return {"pages": shown, "knowledge": bundle["knowledge"][:PREVIEW_ROWS]}
 
 
 @require_POST

@@ -261,3 +261,31 @@ def test_the_export_names_its_schema_version_and_validates_against_the_schema(bu
 
     assert bundle["schema_version"] == 1
     bundle_validate(bundle)
+
+
+def test_a_pause_the_user_chose_is_kept(bundle, stranger):
+    bundle["memory"][0]["memory_paused"] = True
+
+    memory_import(end_user=stranger, bundle=bundle, actor=DPO)
+
+    assert stranger.memory_spaces.get().paused
+    assert Page.objects.filter(space__end_user=stranger).count() == 12, "nothing was dropped on the way in"
+
+
+def test_a_bundle_from_before_schema_version_and_reply_source_is_read_as_version_1(bundle, stranger):
+    del bundle["schema_version"]
+    for page in bundle["memory"][0]["pages"]:
+        del page["reply_source"]
+
+    result = memory_import(end_user=stranger, bundle=bundle, actor=DPO)
+
+    assert result.counts["pages"] == 12
+    assert set(Page.objects.filter(space__end_user=stranger).values_list("reply_source", flat=True)) == {"assistant"}
+
+
+def test_system_replies_stay_system_text(bundle, stranger):
+    bundle["memory"][0]["pages"][-1]["reply_source"] = "system"
+
+    memory_import(end_user=stranger, bundle=bundle, actor=DPO)
+
+    assert Page.objects.filter(space__end_user=stranger, reply_source="system").count() == 1
