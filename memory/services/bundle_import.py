@@ -96,16 +96,16 @@ def memory_import(
     fingerprint = bundle_fingerprint(bundle)
     if dry_run:
         end_user_closed_check(end_user)
-        return _imported(end_user, fingerprint, dry_run=True) or _plan(
-            end_user, bundle, fingerprint, assistant_external_id, dry_run=True
+        return (
+            _imported(end_user, fingerprint, dry_run=True)
+            or _plan(end_user, bundle, fingerprint, assistant_external_id, dry_run=True)[0]
         )
     with transaction.atomic():
         end_user_write_lock(end_user)
         if done := _imported(end_user, fingerprint, dry_run=False):
             return done
-        result = _plan(end_user, bundle, fingerprint, assistant_external_id, dry_run=False)
-        spaces = _spaces_open(end_user, _targets(end_user, bundle, assistant_external_id))
-        _import(end_user, bundle, spaces, fingerprint)
+        result, targets = _plan(end_user, bundle, fingerprint, assistant_external_id, dry_run=False)
+        _import(end_user, bundle, _spaces_open(end_user, targets), fingerprint)
         result.memory_import = _record(end_user, fingerprint, assistant_external_id, result.counts, actor)
         audit_record(
             tenant=end_user.tenant_id,
@@ -207,8 +207,11 @@ def _knowledge_assistants(end_user: EndUser, bundle: dict, targets: list[_Space]
     return mapping
 
 
-def _plan(end_user: EndUser, bundle: dict, fingerprint: str, assistant_external_id: str, *, dry_run: bool):
-    """Check that the bundle can go into this user's memory now, and count what it will create."""
+def _plan(
+    end_user: EndUser, bundle: dict, fingerprint: str, assistant_external_id: str, *, dry_run: bool
+) -> tuple[ImportResult, list[_Space]]:
+    """Check that the bundle can go into this user's memory now and count what it will create; where each space
+    goes."""
     targets = _targets(end_user, bundle, assistant_external_id)
     for target in targets:
         _space_check(end_user, target.assistant)
@@ -232,7 +235,7 @@ def _plan(end_user: EndUser, bundle: dict, fingerprint: str, assistant_external_
         "knowledge_already_held": held,
     }
     assistants = {t.data["assistant"]["external_id"]: t.assistant.external_id for t in targets}
-    return ImportResult(fingerprint, dry_run, counts=counts, assistants=assistants, skipped=skipped)
+    return ImportResult(fingerprint, dry_run, counts=counts, assistants=assistants, skipped=skipped), targets
 
 
 def _space_check(end_user: EndUser, assistant: Assistant) -> None:
