@@ -112,11 +112,17 @@ def test_agents_and_supervisors_cannot_import(client, request, persona, bob, bob
     assert upload(client, bob_url, bundle_file).status_code == 403
 
 
-def test_another_tenants_operator_gets_404(client, other_operator, bob, bob_url, bundle_file, stranger):
+def test_another_tenants_operator_gets_404(client, dpo_user, other_operator, bob, bob_url, bundle_file, stranger):
+    client.force_login(dpo_user)
+    upload(client, bob_url, bundle_file)
+    staged = MemoryImport.objects.get(end_user=bob, status="staged")
     client.force_login(other_operator)
 
     assert client.get(bob_url).status_code == 404
     assert upload(client, bob_url, bundle_file).status_code == 404
+    assert client.post(f"/console/acme/users/{bob.pk}/import/{staged.pk}/").status_code == 404
+    assert client.post(f"/console/globex/users/{bob.pk}/import/{staged.pk}/").status_code == 404
+    assert not Page.objects.filter(space__end_user=bob).exists()
     # and Acme's operators cannot reach Globex's user either
     assert client.get(f"/console/globex/users/{bob.pk}/import/").status_code == 404
 
