@@ -494,3 +494,44 @@ def retrieval_out(result: RetrievalResult) -> dict:
         "pinned_pages": ShortTermPageOut(result.pinned_pages, many=True).data,
         "used": result.used(),
     }
+
+
+# --- Memory bundle import ---------------------------------------------------------------------------------------
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": True,
+        "description": "The export's export.json, as its JSON schema (memory/schemas/memory-bundle-1.schema.json, "
+        "docs/memory-bundle.md) describes it.",
+    }
+)
+class BundleField(serializers.DictField):
+    """A JSON object, checked against the bundle's schema by the import service (which names the first problem)."""
+
+
+class ImportIn(serializers.Serializer):
+    bundle = BundleField(help_text="The memory bundle: a GDPR export's export.json.")
+    dry_run = serializers.BooleanField(default=False, help_text="true: only say what would be created.")
+    assistant = ExternalIdField(
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Import into this assistant (only for a bundle with memory of one assistant). Default: the "
+        "assistant of the same external id as in the bundle.",
+    )
+
+
+class ImportOut(serializers.Serializer):
+    dry_run = serializers.BooleanField()
+    already_imported = serializers.BooleanField(help_text="This bundle's memory was imported before; nothing changed.")
+    fingerprint = serializers.CharField(help_text="sha256 of the bundle's memory: the same memory has the same one.")
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="What was (or would be) created.")
+    assistants = serializers.DictField(
+        child=serializers.CharField(), help_text="The bundle's assistant -> this tenant's assistant."
+    )
+    skipped = serializers.DictField(
+        child=serializers.IntegerField(), help_text="What the bundle holds but was not imported."
+    )
+    import_id = serializers.IntegerField(allow_null=True, help_text="The import's record (null for a dry run).")

@@ -62,6 +62,7 @@ urlpatterns = [
     path("users/<external_id:external_id>/profile/", memory_items.UserProfileView.as_view(), name="user-profile"),
     path("users/<external_id:external_id>/export/", governance.UserExportView.as_view(), name="user-export"),
     path("users/<external_id:external_id>/erasure/", governance.ErasureView.as_view(), name="user-erasure"),
+    path("users/<external_id:external_id>/import/", governance.UserImportView.as_view(), name="user-import"),
     path("assistants/", people.AssistantsView.as_view(), name="assistants"),
     path("assistants/<external_id:external_id>/", people.AssistantView.as_view(), name="assistant"),
     path(

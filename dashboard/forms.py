@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 
+from memory.bundles import BundleInvalid, bundle_parse
 from memory.services.governance import MAX_MEMORY_TEXT
 
 USER_SORT_CHOICES = [("recent", "Last active"), ("heat", "Hottest memory"), ("name", "Name")]
@@ -108,3 +110,26 @@ class ErasureForm(forms.Form):
         if self.cleaned_data["confirm"].strip() != self.external_id:
             raise forms.ValidationError(f"Type {self.external_id} exactly to confirm the erasure.")
         return self.cleaned_data["confirm"]
+
+
+class BundleImportForm(forms.Form):
+    """A memory bundle to import (export.json or the export's zip), and the assistant it goes to."""
+
+    bundle = forms.FileField(
+        label="Memory bundle",
+        help_text="The <code>export.json</code> of a MemoryOS export, or the export's zip.",
+        widget=forms.ClearableFileInput(attrs={"accept": ".json,.zip,application/json,application/zip"}),
+    )
+    assistant = forms.ChoiceField(required=False, label="Import into")
+
+    def __init__(self, *args, assistants: list[str], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["assistant"].choices = [("", "The assistant the bundle names"), *((a, a) for a in assistants)]
+
+    def clean_bundle(self) -> dict:
+        """The parsed bundle; a file past MEMORY_IMPORT_MAX_BYTES is refused after reading one byte past it."""
+        upload = self.cleaned_data["bundle"]
+        try:
+            return bundle_parse(upload.read(settings.MEMORY_IMPORT_MAX_BYTES + 1))
+        except BundleInvalid as exc:
+            raise forms.ValidationError(f"The bundle is refused: {exc}") from None

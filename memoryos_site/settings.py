@@ -318,6 +318,10 @@ EXPORT_DIR = Path(env_str("EXPORT_DIR", str(VAR_DIR / "exports")))
 EXPORT_LINK_TTL_HOURS = env_int("EXPORT_LINK_TTL_HOURS", 24)
 if EXPORT_LINK_TTL_HOURS < 1:
     raise ImproperlyConfigured("EXPORT_LINK_TTL_HOURS must be at least 1")
+# The largest memory bundle (export.json, or the export's zip and what it unpacks to) an import reads.
+MEMORY_IMPORT_MAX_BYTES = env_int("MEMORY_IMPORT_MAX_BYTES", 20 * 1024 * 1024)
+if MEMORY_IMPORT_MAX_BYTES < 1024:
+    raise ImproperlyConfigured("MEMORY_IMPORT_MAX_BYTES must be at least 1024")
 
 # --- REST API (api/): tokens, rate limit, OpenAPI -----------------------------------------------------------------
 # Requests per token (or per operator session) and period (s, min, hour, day); empty: no limit.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.http import FileResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -11,9 +12,10 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from api import serializers
-from api.exceptions import Conflict, Gone
+from api.exceptions import Conflict, Gone, PayloadTooLarge
 from api.serializers import ExternalIdField
 from api.views.base import ApiListView, ApiView, get_or_not_found
+from memory.bundles import BundleInvalid
 from memory.models import ActorKind, ExportJob, JobStatus
 from memory.selectors.governance import (
     audit_entry_list,
@@ -23,6 +25,7 @@ from memory.selectors.governance import (
     export_job_list,
 )
 from memory.selectors.people import end_user_get
+from memory.services.bundle_import import ImportRefused, ImportResult, memory_import
 from memory.services.gdpr import user_erase
 from memory.services.gdpr_export import ExportUnavailable, export_file, export_request
 
@@ -171,3 +174,55 @@ class ExportDownloadView(ApiView):
         response = FileResponse(path.open("rb"), as_attachment=True, filename=f"memoryos-export-{job.pk}.zip")
         response["Content-Type"] = "application/zip"
         return response
+
+
+# --- Import of a memory bundle ----------------------------------------------------------------------------------
+
+
+class UserImportView(ApiView):
+    """Import a memory bundle (a GDPR export's export.json) into the user: `dry_run` says what would be created.
+
+    Pages keep their times, pins, locks, profile history and facts' source pages are kept, and every vector is
+    computed again. A bundle that fails validation is refused whole (400) with its first problem's JSON path; memory
+    that is paused or already holds pages is refused (409); a bundle already imported for the user changes nothing
+    (200, `already_imported`). Bodies past MEMORY_IMPORT_MAX_BYTES are refused (413) before they are read.
+    """
+
+    required_scopes = {"POST": "govern"}
+    serializer_class = serializers.ImportIn
+
+    @extend_schema(
+        operation_id="users_import",
+        request=serializers.ImportIn,
+        responses={200: serializers.ImportOut, 201: serializers.ImportOut},
+    )
+    def post(self, request, external_id: str):
+        end_user = get_or_not_found(end_user_get, tenant=self.tenant, external_id=external_id)
+        if int(request.META.get("CONTENT_LENGTH") or 0) > settings.MEMORY_IMPORT_MAX_BYTES:
+            raise PayloadTooLarge(f"The bundle is larger than {settings.MEMORY_IMPORT_MAX_BYTES} bytes.")
+        data = self.valid(serializers.ImportIn)
+        try:
+            result = memory_import(
+                end_user=end_user, bundle=data["bundle"], actor=self.actor, assistant_external_id=data["assistant"],
+                dry_run=data["dry_run"], request_id=self.request_id,
+            )  # fmt: skip
+        except BundleInvalid as exc:
+            problem = {"non_field_errors": [f"The bundle is refused: {exc}"], "bundle": [str(exc)]}
+            raise drf.ValidationError(problem) from None
+        except ImportRefused as exc:
+            raise Conflict(f"Not imported: {exc}.", code="import_refused") from None
+        created = not (result.dry_run or result.already_imported)
+        return Response(_import_body(result), status=201 if created else 200)
+
+
+def _import_body(result: ImportResult) -> dict:
+    body = {
+        "dry_run": result.dry_run,
+        "already_imported": result.already_imported,
+        "fingerprint": result.fingerprint,
+        "counts": result.counts,
+        "assistants": result.assistants,
+        "skipped": result.skipped,
+        "import_id": result.memory_import.pk if result.memory_import else None,
+    }
+    return serializers.ImportOut(body).data

@@ -51,13 +51,19 @@ TABLES = {
     "memory_memoryevent": "Updating events",
     "memory_idempotentrequest": "Stored API answers",
     "memory_exportjob": "Exports",
+    "memory_memoryimport": "Imported and staged memory bundles",
     "memory_memoryspace": "Memory spaces",
     "memory_enduser": "End user record",
     "memory_auditentry (tombstoned)": "Audit entries (content emptied)",
     "auth_user": "Login account",
     "django_session": "Login sessions",
 }
-TARGETS = {"memoryspace": "memory", "export_job": "export", "erasure_receipt": "erasure receipt"}
+TARGETS = {
+    "memoryspace": "memory",
+    "export_job": "export",
+    "erasure_receipt": "erasure receipt",
+    "memory_import": "memory bundle import",
+}
 TARGETS |= {kind.name: kind.label for kind in ITEM_KINDS.values()}
 
 
@@ -72,6 +78,27 @@ def by_table(counts: dict) -> list[tuple[str, int]]:
     """Erasure counts in a stable, readable order (the database's JSON does not keep the original order)."""
     order = list(TABLES)
     return sorted((counts or {}).items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order else len(order), kv[0]))
+
+
+IMPORT_KINDS = {
+    "memory_spaces": "Memory spaces (one per assistant)",
+    "pages": "Pages (turns)",
+    "segments": "Topic segments",
+    "heat_samples": "Heat history samples",
+    "profile_versions": "Profile versions",
+    "knowledge": "Knowledge entries",
+    "source_links": "Links from facts to their source pages",
+    "pinned": "Pinned items",
+    "locked": "Locked items",
+    "chat_replies": "Chat replies' records",
+    "knowledge_already_held": "Facts the user already holds",
+}
+
+
+@register.filter
+def import_label(kind: str) -> str:
+    """A readable name for a kind in a bundle import's counts."""
+    return IMPORT_KINDS.get(kind, kind.replace("_", " "))
 
 
 @register.filter

@@ -10,15 +10,26 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from dashboard.console import actor_of, console_or_404, get_or_404, page_or_partial, record_read, request_id_of
-from dashboard.forms import LEGAL_BASES, ErasureForm
+from dashboard.forms import LEGAL_BASES, BundleImportForm, ErasureForm
+from memory.bundles import BundleInvalid, timestamp
+from memory.models import ImportStatus
 from memory.roles import Permission
-from memory.selectors.governance import erasure_receipt_get, erasure_receipt_list, export_job_get, export_job_list
-from memory.selectors.people import end_user_get
+from memory.selectors.governance import (
+    erasure_receipt_get,
+    erasure_receipt_list,
+    export_job_get,
+    export_job_list,
+    memory_import_get,
+    memory_import_list,
+)
+from memory.selectors.people import assistant_list, end_user_get
+from memory.services.bundle_import import ImportRefused, bundle_stage, memory_import, memory_import_staged
 from memory.services.gdpr import receipt_verify, user_erase
 from memory.services.gdpr_export import ExportUnavailable, export_file, export_request
 from memory.services.turns import EndUserClosed
 
 EXPORTS_SHOWN = 50
+PREVIEW_ROWS = 5  # pages and facts a bundle's dry run shows
 RECEIPTS_SHOWN = 100
 
 
@@ -40,7 +51,9 @@ def user_gdpr(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse
     console = console_or_404(request, slug, Permission.GOVERN)
     end_user = get_or_404(end_user_get, tenant=console.tenant, id=end_user_id)
     jobs = export_job_list(tenant=console.tenant, end_user=end_user)[:EXPORTS_SHOWN]
-    return render(request, "dashboard/user_gdpr.html", {"console": console, "end_user": end_user, "jobs": jobs})
+    imports = memory_import_list(tenant=console.tenant, end_user=end_user).filter(status=ImportStatus.DONE)
+    context = {"console": console, "end_user": end_user, "jobs": jobs, "imports": imports[:EXPORTS_SHOWN]}
+    return render(request, "dashboard/user_gdpr.html", context)
 
 
 @require_POST
@@ -114,3 +127,70 @@ def receipt(request: HttpRequest, slug: str, receipt_id: int) -> HttpResponse:
     found = get_or_404(erasure_receipt_get, tenant=console.tenant, id=receipt_id)
     context = {"console": console, "receipt": found, "verified": receipt_verify(found)}
     return render(request, "dashboard/receipt.html", context)
+
+
+# --- Import of a memory bundle ----------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def import_bundle(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
+    """GET: the upload form. POST: validate the bundle and show the dry run (what will be created) with a confirm
+    button; the bundle is staged until it is confirmed. A refused bundle shows its first problem on the form."""
+    console = console_or_404(request, slug, Permission.GOVERN)
+    end_user = get_or_404(end_user_get, tenant=console.tenant, id=end_user_id)
+    assistants = list(assistant_list(tenant=console.tenant, active=True).values_list("external_id", flat=True))
+    form = BundleImportForm(request.POST or None, request.FILES or None, assistants=assistants)
+    context = {"console": console, "end_user": end_user, "form": form}
+    if form.is_bound and form.is_valid():
+        context |= _dry_run(form, end_user, actor_of(request))
+    return render(request, "dashboard/import.html", context)
+
+
+def _dry_run(form: BundleImportForm, end_user, actor) -> dict:
+    """The plan of a valid bundle, staged for the confirm step; or nothing, with the refusal added to the form."""
+    bundle, assistant = form.cleaned_data["bundle"], form.cleaned_data["assistant"]
+    try:
+        plan = memory_import(
+            end_user=end_user, bundle=bundle, actor=actor, assistant_external_id=assistant, dry_run=True
+        )
+    except (BundleInvalid, ImportRefused, EndUserClosed) as exc:
+        form.add_error("bundle" if isinstance(exc, BundleInvalid) else None, _refusal(exc))
+        return {}
+    if plan.already_imported:
+        form.add_error(None, f"This bundle was already imported for {end_user}; there is nothing to do.")
+        return {}
+    staged = bundle_stage(end_user=end_user, bundle=bundle, actor=actor, assistant_external_id=assistant)
+    return {"plan": plan, "staged": staged, "preview": _preview(bundle)}
+
+
+def _refusal(exc: Exception) -> str:
+    return f"The bundle is refused: {exc}" if isinstance(exc, BundleInvalid) else f"Not imported: {exc}."
+
+
+def _preview(bundle: dict) -> dict:
+    """A few of the pages and facts the import will create, to recognise the bundle by."""
+    pages = [page for space in bundle["memory"] for page in space["pages"]][:PREVIEW_ROWS]
+    shown = [page | {"at": timestamp(page["at"])} for page in pages]  # validated: every time parses
+    return {"pages": shown, "knowledge": bundle["knowledge"][:PREVIEW_ROWS]}
+
+
+@require_POST
+@login_required
+def import_confirm(request: HttpRequest, slug: str, end_user_id: int, import_id: int) -> HttpResponse:
+    """Import the bundle a dry run staged; back to the user's GDPR page with what was created."""
+    console = console_or_404(request, slug, Permission.GOVERN)
+    end_user = get_or_404(end_user_get, tenant=console.tenant, id=end_user_id)
+    staged = get_or_404(
+        memory_import_get, tenant=console.tenant, end_user=end_user, id=import_id, status=ImportStatus.STAGED
+    )
+    try:
+        result = memory_import_staged(staged=staged, actor=actor_of(request), request_id=request_id_of(request))
+    except (BundleInvalid, ImportRefused, EndUserClosed) as exc:
+        messages.error(request, _refusal(exc))
+        return redirect("console:import_bundle", slug, end_user.pk)
+    if result.already_imported:
+        messages.info(request, "This bundle was already imported for this user; nothing changed.")
+    else:
+        messages.success(request, f"Imported {result.counts['pages']} pages and {result.counts['knowledge']} facts.")
+    return redirect("console:user_gdpr", slug, end_user.pk)

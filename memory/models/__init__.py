@@ -2,6 +2,7 @@
 
 from memory.models.audit import ActorKind, AuditEntry
 from memory.models.events import EmbeddingState, MemoryEvent
+from memory.models.imports import ImportStatus, MemoryImport
 from memory.models.integration import (
     ApiToken,
     ChatReply,
@@ -28,12 +29,14 @@ __all__ = [
     "ExportJob",
     "HeatSample",
     "IdempotentRequest",
+    "ImportStatus",
     "JobKind",
     "JobLease",
     "JobStatus",
     "KnowledgeEntry",
     "Membership",
     "MemoryEvent",
+    "MemoryImport",
     "MemorySpace",
     "Page",
     "ProfileVersion",

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from django.db.models import QuerySet
 
-from memory.models import ApiToken, AuditEntry, EndUser, ErasureReceipt, ExportJob, Tenant
+from memory.models import ApiToken, AuditEntry, EndUser, ErasureReceipt, ExportJob, MemoryImport, Tenant
 
 
 def audit_entry_list(
@@ -70,3 +70,14 @@ def api_token_list(*, tenant: Tenant) -> QuerySet[ApiToken]:
 
 def api_token_get(*, tenant: Tenant, id: int) -> ApiToken:
     return ApiToken.objects.get(tenant=tenant, pk=id)
+
+
+def memory_import_list(*, tenant: Tenant, end_user: EndUser) -> QuerySet[MemoryImport]:
+    """The bundles imported into (or staged for) `end_user`, newest first, without the staged bundles' content."""
+    return MemoryImport.objects.filter(tenant=tenant, end_user=end_user).defer("bundle").order_by("-created_at", "-id")
+
+
+def memory_import_get(*, tenant: Tenant, end_user: EndUser, id: int, status: str | None = None) -> MemoryImport:
+    """One import of `end_user` in `tenant` (only one with `status`, when given), with its end user."""
+    imports = MemoryImport.objects.select_related("end_user__tenant").filter(tenant=tenant, end_user=end_user)
+    return (imports if status is None else imports.filter(status=status)).get(pk=id)

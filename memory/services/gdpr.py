@@ -24,6 +24,7 @@ from memory.models import (
     JobStatus,
     KnowledgeEntry,
     MemoryEvent,
+    MemoryImport,
     MemorySpace,
     Page,
     ProfileVersion,
@@ -35,6 +36,9 @@ from memory.services.tenancy import end_user_create
 from memory.services.turns import EndUserClosed
 
 EXPORT_FORMAT = "memoryos-export/1"
+# The version of export.json's JSON schema (memory/schemas/memory-bundle-1.schema.json, docs/memory-bundle.md):
+# raised when a field changes meaning or disappears; new optional fields keep it.
+EXPORT_SCHEMA_VERSION = 1
 
 
 def _iso(value) -> str | None:
@@ -57,6 +61,7 @@ def _page(page: Page) -> dict:
         "analysed": page.analysed,
         "pinned": page.pinned,
         "source": page.source,
+        "reply_source": page.reply_source,
         "embedding": None if page.embedding is None else [float(x) for x in page.embedding],
     }
 
@@ -118,6 +123,7 @@ def user_export_data(*, end_user: EndUser) -> dict:
     knowledge = KnowledgeEntry.objects.filter(end_user=end_user).select_related("assistant").order_by("id")
     return {
         "format": EXPORT_FORMAT,
+        "schema_version": EXPORT_SCHEMA_VERSION,
         "generated_at": _iso(timezone.now()),
         "end_user": {
             "external_id": end_user.external_id,
@@ -182,6 +188,7 @@ def _querysets(end_user: EndUser) -> dict[str, object]:
         "memory_memoryevent": MemoryEvent.objects.filter(end_user=end_user),
         "memory_idempotentrequest": IdempotentRequest.objects.filter(end_user=end_user),
         "memory_exportjob": ExportJob.objects.filter(end_user=end_user),
+        "memory_memoryimport": MemoryImport.objects.filter(end_user=end_user),
         "memory_memoryspace": spaces,
         "memory_enduser": EndUser.objects.filter(pk=end_user.pk),
     }

@@ -122,11 +122,11 @@ def turn_record(
         )
         MemorySpace.objects.filter(pk=space.pk).update(next_seq=F("next_seq") + 1)
         EndUser.objects.filter(pk=end_user.pk).update(last_active_at=timezone.now())
-        evicted = _stm_evict_overflow(space)
+        evicted = stm_evict_overflow(space)
     return TurnRecorded(page=page, queued_updating=bool(evicted) and not space.paused, evicted_page_ids=evicted)
 
 
-def _stm_evict_overflow(space: MemorySpace) -> list[int]:
+def stm_evict_overflow(space: MemorySpace) -> list[int]:
     """Move the pages past STM capacity out of STM (caller holds the space lock); queue their updating."""
     stm_ids = list(Page.objects.filter(space=space, tier=Tier.SHORT_TERM).order_by("-seq").values_list("id", flat=True))
     evicted = sorted(stm_ids[settings.MEMORY_STM_CAPACITY :])

@@ -25,6 +25,14 @@ class Route:
 
 
 REASON = {"reason": "The customer asked"}
+EMPTY_BUNDLE = {
+    "format": "memoryos-export/1",
+    "schema_version": 1,
+    "end_user": {"external_id": "someone"},
+    "memory": [],
+    "profile_versions": [],
+    "knowledge": [],
+}
 
 ROUTES = [
     Route(
@@ -43,6 +51,7 @@ ROUTES = [
     Route("get", "users/{user}/export/", "govern"),
     Route("post", "users/{user}/export/", "govern"),
     Route("post", "users/{user}/erasure/", "govern", {"dry_run": True, "reason": "Asked to be forgotten"}),
+    Route("post", "users/{user}/import/", "govern", {"dry_run": True, "bundle": EMPTY_BUNDLE}),
     Route("get", "assistants/", "read"),
     Route("post", "assistants/", "write", {"external_id": "max", "name": "Max"}),
     Route("get", "assistants/{assistant}/", "read"),

@@ -1,0 +1,517 @@
+"""Import of a memory bundle (a GDPR export's export.json) into an end user of this installation.
+
+What the bundle placed stays placed: segments with their counters, pins, locks and heat history, pages with their
+timestamps, dialogue chains and analysed flags, profile history, facts with their source pages. Every vector is
+computed again by this installation's embedder (the bundle's are ignored: they may come from another model), every
+id is new, and what the bundle had not placed yet goes through the normal pipeline: short-term pages past this
+installation's STM capacity are evicted as a turn would evict them, and pending mid-term pages are placed by
+`stm_overflow_task`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from memory.bundles import BundleInvalid, bundle_fingerprint, bundle_validate, timestamp
+from memory.models import (
+    Assistant,
+    EndUser,
+    HeatSample,
+    ImportStatus,
+    KnowledgeEntry,
+    MemoryImport,
+    MemorySpace,
+    Page,
+    ProfileVersion,
+    Segment,
+)
+from memory.models.integration import JobKind
+from memory.models.tiers import PageSource, ReplySource, Tier
+from memory.services.audit import Actor, audit_record
+from memory.services.embedding_state import embedder_for_store
+from memory.services.jobs import jobs_due
+from memory.services.promotion import text_hash
+from memory.services.turns import (
+    end_user_closed_check,
+    end_user_write_lock,
+    space_get_or_create,
+    stm_evict_overflow,
+)
+from memory.services.updating import hot_segment_ids
+from memory.steps import get_steps
+
+__all__ = ["BundleInvalid", "ImportRefused", "ImportResult", "bundle_stage", "memory_import", "memory_import_staged"]
+
+
+class ImportRefused(Exception):
+    """The bundle is valid but cannot go into this end user's memory as things stand; the message says why."""
+
+
+@dataclass
+class ImportResult:
+    """What an import created (or, in a dry run, would create), by kind; `already_imported` when it was a no-op."""
+
+    fingerprint: str
+    dry_run: bool
+    already_imported: bool = False
+    counts: dict[str, int] = field(default_factory=dict)
+    assistants: dict[str, str] = field(default_factory=dict)  # the bundle's assistant -> this tenant's
+    skipped: dict[str, int] = field(default_factory=dict)
+    memory_import: MemoryImport | None = None
+
+
+@dataclass
+class _Space:
+    """One memory space of the bundle and where it goes."""
+
+    data: dict
+    assistant: Assistant
+    space: MemorySpace | None = None
+
+
+def memory_import(
+    *,
+    end_user: EndUser,
+    bundle: dict,
+    actor: Actor,
+    assistant_external_id: str = "",
+    dry_run: bool = False,
+    request_id: str = "",
+) -> ImportResult:
+    """Import `bundle` into `end_user`'s memory, whole or not at all; with `dry_run`, only say what it would create.
+
+    `assistant_external_id` sends every memory space of the bundle to that assistant of the end user's tenant
+    (only for a bundle with one space); otherwise each goes to the assistant with the bundle's external id.
+    Raises BundleInvalid (the first problem, with its path) for a bundle that fails validation, ImportRefused when
+    an assistant is missing or inactive, or the user's memory with it is paused or already holds pages, and
+    EndUserClosed when the user is deactivated or erased. Takes the user's write lock, then their spaces' locks.
+    Idempotent: a bundle whose memory was already imported for this user changes nothing (`already_imported`).
+    Audited as `memory.import` with the counts and the bundle's fingerprint.
+    """
+    bundle_validate(bundle)
+    fingerprint = bundle_fingerprint(bundle)
+    if dry_run:
+        end_user_closed_check(end_user)
+        return (
+            _imported(end_user, fingerprint, dry_run=True)
+            or _plan(end_user, bundle, fingerprint, assistant_external_id, dry_run=True)[0]
+        )
+    with transaction.atomic():
+        end_user_write_lock(end_user)
+        if done := _imported(end_user, fingerprint, dry_run=False):
+            return done
+        result, targets = _plan(end_user, bundle, fingerprint, assistant_external_id, dry_run=False)
+        _import(end_user, bundle, _spaces_open(end_user, targets), fingerprint)
+        result.memory_import = _record(end_user, fingerprint, assistant_external_id, result.counts, actor)
+        audit_record(
+            tenant=end_user.tenant_id,
+            actor=actor,
+            action="memory.import",
+            end_user=end_user,
+            target_type="memory_import",
+            target_id=result.memory_import.pk,
+            detail={"fingerprint": fingerprint, "counts": result.counts, "assistants": result.assistants},
+            request_id=request_id,
+        )
+    return result
+
+
+def _imported(end_user: EndUser, fingerprint: str, *, dry_run: bool) -> ImportResult | None:
+    """The earlier import of this bundle's memory into the user, if there was one."""
+    done = MemoryImport.objects.filter(end_user=end_user, fingerprint=fingerprint, status=ImportStatus.DONE).first()
+    if done is None:
+        return None
+    return ImportResult(fingerprint, dry_run, already_imported=True, counts=done.counts, memory_import=done)
+
+
+def bundle_stage(*, end_user: EndUser, bundle: dict, actor: Actor, assistant_external_id: str = "") -> MemoryImport:
+    """Keep a validated bundle for the console's confirm step (a dry run showed what it will create).
+
+    Raises BundleInvalid like memory_import. Staging the same bundle again reuses its row; staging another drops
+    the user's earlier staged bundle. A staged bundle is personal data of the end user: erasure deletes it with
+    them, and memory_import_staged drops it once imported.
+    """
+    bundle_validate(bundle)
+    fingerprint = bundle_fingerprint(bundle)
+    others = MemoryImport.objects.filter(end_user=end_user, status=ImportStatus.STAGED).exclude(fingerprint=fingerprint)
+    others.delete()  # one bundle waits for confirmation per user: an abandoned dry run leaves no copy behind
+    staged, _ = MemoryImport.objects.update_or_create(
+        end_user=end_user,
+        fingerprint=fingerprint,
+        status=ImportStatus.STAGED,
+        defaults={
+            "tenant_id": end_user.tenant_id,
+            "bundle": bundle,
+            "assistant_external_id": assistant_external_id,
+            "requested_by": actor.label[:200],
+        },
+    )
+    return staged
+
+
+def memory_import_staged(*, staged: MemoryImport, actor: Actor, request_id: str = "") -> ImportResult:
+    """Import a bundle staged by bundle_stage, then drop it (the imported row keeps only the counts).
+
+    Raises like memory_import; the staged bundle stays when the import is refused, so it can be confirmed later.
+    """
+    with transaction.atomic():
+        result = memory_import(
+            end_user=staged.end_user,
+            bundle=staged.bundle,
+            actor=actor,
+            assistant_external_id=staged.assistant_external_id,
+            request_id=request_id,
+        )
+        MemoryImport.objects.filter(pk=staged.pk, status=ImportStatus.STAGED).delete()
+    return result
+
+
+# --- Planning: where each space goes, and what will be created ----------------------------------------------------
+
+
+def _targets(end_user: EndUser, bundle: dict, assistant_external_id: str) -> list[_Space]:
+    """The assistant of this tenant each memory space of the bundle goes to; ImportRefused when one is missing."""
+    spaces = bundle["memory"]
+    if assistant_external_id and len(spaces) > 1:
+        raise ImportRefused(
+            f"the bundle holds memory with {len(spaces)} assistants; choosing one assistant works only for a bundle "
+            "with one"
+        )
+    targets = []
+    for space in spaces:
+        name = assistant_external_id or space["assistant"]["external_id"]
+        assistant = Assistant.objects.filter(tenant_id=end_user.tenant_id, external_id=name).first()
+        if assistant is None:
+            raise ImportRefused(f"this tenant has no assistant {name!r}; create it, or choose one to import into")
+        if not assistant.is_active:
+            raise ImportRefused(f"the assistant {name!r} is deactivated")
+        targets.append(_Space(data=space, assistant=assistant))
+    return targets
+
+
+def _knowledge_assistants(end_user: EndUser, bundle: dict, targets: list[_Space]) -> dict[str, Assistant]:
+    """Where assistant knowledge goes: the assistant its space went to, else the tenant's assistant of that name."""
+    mapping = {t.data["assistant"]["external_id"]: t.assistant for t in targets}
+    for position, entry in enumerate(bundle["knowledge"]):
+        name = entry.get("assistant")
+        if name is None or name in mapping:
+            continue
+        found = Assistant.objects.filter(tenant_id=end_user.tenant_id, external_id=name).first()
+        if found is None:
+            raise ImportRefused(f"$.knowledge[{position}].assistant: this tenant has no assistant {name!r}")
+        mapping[name] = found
+    return mapping
+
+
+def _plan(
+    end_user: EndUser, bundle: dict, fingerprint: str, assistant_external_id: str, *, dry_run: bool
+) -> tuple[ImportResult, list[_Space]]:
+    """Check that the bundle can go into this user's memory now and count what it will create; where each space
+    goes."""
+    targets = _targets(end_user, bundle, assistant_external_id)
+    for target in targets:
+        _space_check(end_user, target.assistant)
+    _knowledge_assistants(end_user, bundle, targets)
+    pages = [page for space in bundle["memory"] for page in space["pages"]]
+    segments = [segment for space in bundle["memory"] for segment in space["segments"]]
+    knowledge, held = _knowledge_new(end_user, bundle, targets)
+    counts = {
+        "memory_spaces": len(targets),
+        "pages": len(pages),
+        "segments": len(segments),
+        "heat_samples": sum(len(s.get("heat_history", [])) for s in segments),
+        "profile_versions": len(bundle["profile_versions"]),
+        "knowledge": len(knowledge),
+        "source_links": sum(len(k.get("source_page_ids", [])) for k in knowledge),
+        "pinned": sum(bool(i.get("pinned")) for i in [*pages, *segments, *knowledge]),
+        "locked": sum(bool(i.get("locked")) for i in [*segments, *knowledge, *bundle["profile_versions"]]),
+    }
+    skipped = {
+        "chat_replies": sum(len(space.get("replies", [])) for space in bundle["memory"]),
+        "knowledge_already_held": held,
+    }
+    assistants = {t.data["assistant"]["external_id"]: t.assistant.external_id for t in targets}
+    return ImportResult(fingerprint, dry_run, counts=counts, assistants=assistants, skipped=skipped), targets
+
+
+def _space_check(end_user: EndUser, assistant: Assistant) -> None:
+    """Refuse memory that is paused (the user asked to keep nothing) or already holds pages (no merging)."""
+    space = MemorySpace.objects.filter(end_user=end_user, assistant=assistant).first()
+    if space is None:
+        return
+    if space.paused:
+        raise ImportRefused(f"{end_user}'s memory with {assistant.external_id!r} is paused; resume it to import")
+    held = Page.objects.filter(space=space).count()
+    if held:
+        raise ImportRefused(
+            f"{end_user}'s memory with {assistant.external_id!r} already holds {held} pages; a bundle is imported "
+            "only into empty memory"
+        )
+
+
+def _knowledge_new(end_user: EndUser, bundle: dict, targets: list[_Space]) -> tuple[list[dict], int]:
+    """The bundle's facts the user does not hold yet (same kind, assistant and text), and how many they hold."""
+    mapping = _knowledge_assistants(end_user, bundle, targets)
+    held = set(KnowledgeEntry.objects.filter(end_user=end_user).values_list("kind", "assistant_id", "text_hash"))
+    fresh = []
+    for entry in bundle["knowledge"]:
+        assistant = mapping.get(entry.get("assistant") or "")
+        if (entry["kind"], assistant.pk if assistant else None, text_hash(entry["text"])) not in held:
+            fresh.append(entry)
+    return fresh, len(bundle["knowledge"]) - len(fresh)
+
+
+# --- Writing ------------------------------------------------------------------------------------------------------
+
+
+def _spaces_open(end_user: EndUser, targets: list[_Space]) -> list[_Space]:
+    """Each target's memory space, created if new and locked in id order (the order every writer takes them)."""
+    for target in targets:
+        target.space = space_get_or_create(end_user=end_user, assistant=target.assistant)
+    ids = sorted(t.space.pk for t in targets)
+    list(MemorySpace.objects.select_for_update().filter(pk__in=ids).order_by("id").values_list("pk", flat=True))
+    for target in targets:
+        target.space.refresh_from_db()
+        _space_check(end_user, target.assistant)  # again, under the lock
+    return targets
+
+
+def _import(end_user: EndUser, bundle: dict, targets: list[_Space], fingerprint: str) -> None:
+    page_ids: dict[int, Page] = {}
+    for target in targets:
+        page_ids |= _space_import(target, fingerprint)
+    _knowledge_import(end_user, bundle, targets, page_ids)
+    _profile_import(end_user, bundle["profile_versions"])
+
+
+def _space_import(target: _Space, fingerprint: str) -> dict[int, Page]:
+    """Segments, heat history and pages of one space, re-embedded; then the pipeline takes what is not placed."""
+    space, data = target.space, target.data
+    segments = _segments_create(space, data["segments"])
+    pages = _pages_create(space, data["pages"], segments, fingerprint)
+    _segments_embed(segments, pages)
+    overflow_space = MemorySpace.objects.get(pk=space.pk)  # not paused yet: overflow pages are placed, not dropped
+    stm_evict_overflow(overflow_space)
+    _pending_place(space)
+    _promotions_queue(space)
+    if data.get("memory_paused"):
+        MemorySpace.objects.filter(pk=space.pk).update(paused=True)
+    return pages
+
+
+def _segments_create(space: MemorySpace, rows: list[dict]) -> dict[int, Segment]:
+    segments = {
+        row["id"]: Segment(
+            space=space,
+            summary=row["summary"],
+            keywords=list(row.get("keywords", [])),
+            n_visit=row["n_visit"],
+            l_interaction=row["l_interaction"],
+            last_touched_at=timestamp(row["last_touched_at"]),
+            pinned=row.get("pinned", False),
+            locked=row.get("locked", False),
+        )
+        for row in rows
+    }
+    Segment.objects.bulk_create(segments.values())
+    _created_at_keep(Segment, segments, {r["id"]: r.get("created_at") for r in rows})
+    HeatSample.objects.bulk_create(
+        HeatSample(
+            segment=segments[row["id"]],
+            space=space,
+            at=timestamp(sample["at"]),
+            n_visit=sample["n_visit"],
+            l_interaction=sample["l_interaction"],
+            r_recency=sample["r_recency"],
+            heat=sample["heat"],
+            event=sample["event"],
+        )
+        for row in rows
+        for sample in row.get("heat_history", [])
+    )
+    return segments
+
+
+def _created_at_keep(model, by_bundle_id: dict, created: dict) -> None:
+    """Give created rows the creation time the bundle names (auto_now_add set it to now)."""
+    changed = []
+    for bundle_id, value in created.items():
+        if value:
+            row = by_bundle_id[bundle_id]
+            row.created_at = timestamp(value)
+            changed.append(row)
+    if changed:
+        model.objects.bulk_update(changed, ["created_at"])
+
+
+def _pages_create(space: MemorySpace, rows: list[dict], segments: dict[int, Segment], fingerprint: str):
+    """Pages in the bundle's order, numbered after the space's; placed pages embedded again; chains relinked."""
+    rows = sorted(rows, key=lambda row: row["seq"])
+    first_seq = space.next_seq
+    pages = {}
+    for offset, row in enumerate(rows):
+        segment = segments.get(row.get("segment_id"))
+        pages[row["id"]] = Page(
+            space=space,
+            seq=first_seq + offset,
+            user_message=row["user_message"],
+            assistant_reply=row["assistant_reply"],
+            at=timestamp(row["at"]),
+            tier=row["tier"],
+            segment=segment,
+            chain_summary=row.get("chain_summary", ""),
+            topic_summary=row.get("topic_summary", ""),
+            keywords=list(row.get("keywords", [])),
+            analysed=row.get("analysed", False),
+            pinned=row.get("pinned", False),
+            source=PageSource.IMPORT,
+            source_ref=f"bundle:{fingerprint[:16]}",
+            source_meta={"bundle_page_id": row["id"], "source": row.get("source", "")},
+            reply_source=row.get("reply_source", ReplySource.ASSISTANT),
+        )
+    _pages_embed([page for page in pages.values() if page.segment is not None])
+    Page.objects.bulk_create(pages.values())
+    MemorySpace.objects.filter(pk=space.pk).update(next_seq=first_seq + len(rows))
+    _chains_link(rows, pages)
+    return pages
+
+
+def _pages_embed(placed: list[Page]) -> None:
+    """A placed page's vector and its topic vector, as placement computes them (memory.services.updating)."""
+    if not placed:
+        return
+    embedder = embedder_for_store()
+    for page, vector in zip(placed, embedder.embed([p.memory_text for p in placed]), strict=True):
+        page.embedding = vector
+        page.topic_embedding = vector
+    if get_steps().mode == "offline":
+        return  # offline, a page's topic vector is its own vector
+    topical = [page for page in placed if page.topic_summary]
+    for page, vector in zip(topical, embedder.embed([p.topic_summary for p in topical]), strict=True):
+        page.topic_embedding = vector
+
+
+def _chains_link(rows: list[dict], pages: dict[int, Page]) -> None:
+    """Each page's previous page and the head of its chain, with the new ids."""
+    linked = []
+    for row in rows:
+        previous = pages.get(row.get("previous_page_id"))
+        page = pages[row["id"]]
+        if page.segment is None:
+            continue  # not placed yet: placement links it
+        page.prev_page = previous
+        linked.append(page)
+    for page in linked:
+        head = page
+        seen = {page.pk}
+        while head.prev_page is not None and head.prev_page.pk not in seen:
+            seen.add(head.prev_page.pk)
+            head = head.prev_page
+        page.chain_head = head
+    if linked:
+        Page.objects.bulk_update(linked, ["prev_page", "chain_head"])
+
+
+def _segments_embed(segments: dict[int, Segment], pages: dict[int, Page]) -> None:
+    """A segment's vector: the normalised mean of its pages' topic vectors (its summary's when it has none)."""
+    members: dict[int, list[np.ndarray]] = {}
+    for page in pages.values():
+        if page.segment is not None:
+            members.setdefault(page.segment.pk, []).append(np.asarray(page.topic_embedding, dtype=np.float32))
+    empty = [segment for segment in segments.values() if segment.pk not in members]
+    if empty:
+        for segment, vector in zip(empty, embedder_for_store().embed([s.summary for s in empty]), strict=True):
+            segment.embedding = vector
+    for segment in segments.values():
+        if segment.pk in members:
+            centroid = np.mean(members[segment.pk], axis=0)
+            segment.embedding = centroid / (np.linalg.norm(centroid) or 1.0)
+    if segments:
+        Segment.objects.bulk_update(segments.values(), ["embedding"])
+
+
+def _pending_place(space: MemorySpace) -> None:
+    """Queue placement of the space's pending mid-term pages (the bundle's and the STM overflow's) after commit."""
+    from memory.tasks import stm_overflow_task
+
+    newest = Page.objects.filter(space=space, tier=Tier.MID_TERM, segment__isnull=True).order_by("-seq").first()
+    if newest is not None:
+        transaction.on_commit(lambda: stm_overflow_task.delay(newest.pk))
+
+
+def _promotions_queue(space: MemorySpace) -> None:
+    """Promote hot segments with pages not yet analysed, as placement would (the bundle's own analysis is kept)."""
+    from memory.tasks import segment_promote_task
+
+    hot = hot_segment_ids(space_id=space.pk, now=timezone.now())
+    jobs_due(kind=JobKind.PROMOTION, target_ids=hot)
+    for segment_id in hot:
+        transaction.on_commit(lambda sid=segment_id: segment_promote_task.delay(sid))
+
+
+def _knowledge_import(end_user: EndUser, bundle: dict, targets: list[_Space], pages: dict[int, Page]) -> None:
+    """Facts the user does not hold yet, embedded again, with their source pages and creation times."""
+    mapping = _knowledge_assistants(end_user, bundle, targets)
+    fresh, _ = _knowledge_new(end_user, bundle, targets)
+    if not fresh:
+        return
+    vectors = embedder_for_store().embed([entry["text"] for entry in fresh])
+    entries = {}
+    for entry, vector in zip(fresh, vectors, strict=True):
+        assistant = mapping.get(entry.get("assistant") or "")
+        entries[entry["id"]] = KnowledgeEntry(
+            end_user=end_user,
+            assistant=assistant,
+            kind=entry["kind"],
+            text=entry["text"],
+            text_hash=text_hash(entry["text"]),
+            embedding=vector,
+            pinned=entry.get("pinned", False),
+            locked=entry.get("locked", False),
+        )
+    KnowledgeEntry.objects.bulk_create(entries.values())
+    _created_at_keep(KnowledgeEntry, entries, {e["id"]: e.get("created_at") for e in fresh})
+    links = KnowledgeEntry.source_pages.through
+    links.objects.bulk_create(
+        links(knowledgeentry_id=entries[entry["id"]].pk, page_id=pages[page_id].pk)
+        for entry in fresh
+        for page_id in entry.get("source_page_ids", [])
+    )
+
+
+def _profile_import(end_user: EndUser, versions: list[dict]) -> None:
+    """Profile history in the bundle's order, numbered after the user's own versions (the last one is current)."""
+    if not versions:
+        return
+    last = ProfileVersion.objects.filter(end_user=end_user).order_by("-number").values_list("number", flat=True)
+    start = (last.first() or 0) + 1
+    rows = sorted(versions, key=lambda v: v["number"])
+    created = {
+        row["number"]: ProfileVersion(
+            end_user=end_user,
+            number=start + offset,
+            text=row["text"],
+            author=row.get("author", "system"),
+            locked=row.get("locked", False),
+        )
+        for offset, row in enumerate(rows)
+    }
+    ProfileVersion.objects.bulk_create(created.values())
+    _created_at_keep(ProfileVersion, created, {r["number"]: r.get("created_at") for r in rows})
+
+
+def _record(end_user: EndUser, fingerprint: str, assistant: str, counts: dict, actor: Actor) -> MemoryImport:
+    return MemoryImport.objects.create(
+        tenant_id=end_user.tenant_id,
+        end_user=end_user,
+        fingerprint=fingerprint,
+        status=ImportStatus.DONE,
+        assistant_external_id=assistant,
+        counts=counts,
+        requested_by=actor.label[:200],
+        imported_at=timezone.now(),
+    )
