@@ -13,6 +13,7 @@ from memory.models.integration import (
     JobStatus,
     ReplyStatus,
 )
+from memory.models.retention import AuditAnchor, LegalHold, RetentionPolicy, RetentionRun, RunStatus
 from memory.models.tenancy import Assistant, EndUser, Membership, MemorySpace, Role, Tenant
 from memory.models.tiers import HeatSample, KnowledgeEntry, Page, ProfileVersion, Segment
 
@@ -20,6 +21,7 @@ __all__ = [
     "ActorKind",
     "ApiToken",
     "Assistant",
+    "AuditAnchor",
     "AuditEntry",
     "ChatReply",
     "EmbeddingState",
@@ -32,13 +34,17 @@ __all__ = [
     "JobLease",
     "JobStatus",
     "KnowledgeEntry",
+    "LegalHold",
     "Membership",
     "MemoryEvent",
     "MemorySpace",
     "Page",
     "ProfileVersion",
     "ReplyStatus",
+    "RetentionPolicy",
+    "RetentionRun",
     "Role",
+    "RunStatus",
     "Segment",
     "Tenant",
 ]

@@ -31,6 +31,7 @@ from memory.models import (
     Tenant,
 )
 from memory.services.audit import Actor, audit_record, audit_tombstone_actor, audit_tombstone_subject
+from memory.services.legal_hold import legal_hold_check
 from memory.services.tenancy import end_user_create
 from memory.services.turns import EndUserClosed
 
@@ -252,6 +253,7 @@ def user_erase(*, end_user: EndUser, actor: Actor, legal_basis: str, reason: str
     in id order: the order every writer takes them in), waiting for writes already under way, and deletes. It
     ends with an ErasureReceipt (time, actor, legal basis, counts per table, a hash) that stays after the user is
     gone; every export file of the user is deleted after commit. A deadlock with a background task is retried.
+    A user under legal hold is not touched: LegalHoldActive, before anything changes.
     """
     if dry_run:
         return Erasure(counts=erasure_counts(end_user=end_user), receipt=None)
@@ -275,8 +277,12 @@ RETRYABLE = {"40P01", "40001"}  # deadlock_detected, serialization_failure
 
 
 def _close(end_user: EndUser) -> None:
-    """Refuse new writes about the end user from now on: deactivate them and cancel their unfinished exports."""
+    """Refuse new writes about the end user from now on: deactivate them and cancel their unfinished exports.
+
+    Under the user's row lock, which placing a legal hold also takes, so a user under hold is never deactivated."""
     with transaction.atomic():
+        EndUser.objects.select_for_update().filter(pk=end_user.pk).values_list("pk", flat=True).first()
+        legal_hold_check(end_user=end_user, action="erasure")
         EndUser.objects.filter(pk=end_user.pk).update(is_active=False)
         ExportJob.objects.filter(end_user=end_user, status__in=(JobStatus.QUEUED, JobStatus.RUNNING)).update(
             status=JobStatus.FAILED,
@@ -304,6 +310,7 @@ def _export_files(end_user: EndUser) -> list[Path]:
 
 def _erase_locked(end_user: EndUser, *, actor: Actor, legal_basis: str, reason: str) -> Erasure:
     _lock(end_user)
+    legal_hold_check(end_user=end_user, action="erasure")  # placed between closing and locking
     counts = erasure_counts(end_user=end_user)
     tenant, subject_id, account_id = end_user.tenant, end_user.pk, end_user.account_id
     subject_ref = subject_reference(end_user)
