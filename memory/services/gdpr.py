@@ -23,6 +23,7 @@ from memory.models import (
     IdempotentRequest,
     JobStatus,
     KnowledgeEntry,
+    LegalHold,
     MemoryEvent,
     MemorySpace,
     Page,
@@ -184,6 +185,7 @@ def _querysets(end_user: EndUser) -> dict[str, object]:
         "memory_idempotentrequest": IdempotentRequest.objects.filter(end_user=end_user),
         "memory_exportjob": ExportJob.objects.filter(end_user=end_user),
         "memory_memoryspace": spaces,
+        "memory_legalhold": LegalHold.objects.filter(end_user=end_user),  # released ones: an active one refuses
         "memory_enduser": EndUser.objects.filter(pk=end_user.pk),
     }
 

@@ -459,3 +459,10 @@ def retention_run_daily(*, tenant_id: int, day: datetime.date) -> RetentionRun |
 def retention_tenants() -> list[int]:
     """The tenants with a retention policy (beat queues a run for each)."""
     return list(RetentionPolicy.objects.values_list("tenant_id", flat=True).distinct().order_by("tenant_id"))
+
+
+def retention_run_request(*, tenant: Tenant) -> None:
+    """Queue one batch of the tenant's retention after the transaction commits (the console's "run now")."""
+    from memory.tasks import retention_run_task  # the tasks module imports this one
+
+    transaction.on_commit(lambda: retention_run_task.delay(tenant.pk))
