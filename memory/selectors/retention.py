@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import F, QuerySet
 
 from memory.models import Assistant, EndUser, LegalHold, RetentionPolicy, RetentionRun, Tenant
 
@@ -13,7 +13,7 @@ from memory.models import Assistant, EndUser, LegalHold, RetentionPolicy, Retent
 def retention_policy_list(*, tenant: Tenant) -> QuerySet[RetentionPolicy]:
     """The tenant's policy first, then its assistants' overrides by assistant name."""
     policies = RetentionPolicy.objects.filter(tenant=tenant).select_related("assistant")
-    return policies.order_by("-assistant__isnull", "assistant__name")
+    return policies.order_by(F("assistant__name").asc(nulls_first=True))
 
 
 def retention_policy_get(*, tenant: Tenant, assistant: Assistant | None = None) -> RetentionPolicy:
