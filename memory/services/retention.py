@@ -283,9 +283,12 @@ class _Outcome:
     def skip(self, tier: str) -> None:
         self.skipped[tier] = self.skipped.get(tier, 0) + 1
 
-    def add(self, impact) -> None:
+    def add(self, impact, *, tier: str, items: int) -> None:
+        """Count what a forget removed or re-derived besides the `items` of `tier` it was asked to forget."""
         for name, value in impact.as_detail().items():
-            self.derived[name] = self.derived.get(name, 0) + value
+            value -= items if name == tier else 0
+            if value:
+                self.derived[name] = self.derived.get(name, 0) + value
 
 
 def _reason(plan: RetentionPlan, tier: str, limit: int | None = None) -> str:
@@ -319,7 +322,7 @@ def _apply_pages(plan: RetentionPlan, outcome: _Outcome) -> None:
         except (LegalHoldActive, EndUserClosed):
             outcome.skipped["pages"] = outcome.skipped.get("pages", 0) + len(page_ids)
             continue
-        outcome.add(impact)
+        outcome.add(impact, tier="pages", items=impact.pages)
 
 
 def _apply_items(plan: RetentionPlan, outcome: _Outcome, tier: str) -> None:
@@ -331,7 +334,7 @@ def _apply_items(plan: RetentionPlan, outcome: _Outcome, tier: str) -> None:
     items = model.objects.filter(pk__in=getattr(plan, tier)).select_related("end_user").order_by("created_at", "id")
     for item in items.without_vectors() if model is KnowledgeEntry else items:
         try:
-            outcome.add(forget(**{param: item}, actor=ACTOR, reason=_reason(plan, tier)))
+            outcome.add(forget(**{param: item}, actor=ACTOR, reason=_reason(plan, tier)), tier=tier, items=1)
         except (LegalHoldActive, EndUserClosed):
             outcome.skip(tier)
 
