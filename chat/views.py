@@ -34,7 +34,7 @@ from memory.services import governance
 from memory.services.audit import Actor
 from memory.services.gdpr import user_export_data
 from memory.services.governance import memory_read_record
-from memory.services.legal_hold import LegalHoldActive
+from memory.services.legal_hold import LegalHoldActive, legal_hold_active
 from memory.services.turns import EndUserClosed, space_get_or_create
 
 REASON = "requested by the end user"
@@ -225,6 +225,7 @@ def forget_confirm(request: HttpRequest, assistant_id: str, what: str, item_id: 
     item = _own_or_404(kind.get, end_user, **lookup)
     context = {"assistant": assistant, "url_name": url_name, "item_id": item_id, "what": label, "slug": what}
     context["impact"] = kind.item_impact(item).describe(kind_name)
+    context["held"] = HOLD_NOTE if legal_hold_active(end_user=end_user) else ""
     template = "chat/forget_confirm.html#confirm" if request.htmx else "chat/forget_confirm.html"
     return render(request, template, context)
 

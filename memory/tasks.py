@@ -6,6 +6,7 @@ import datetime
 import logging
 
 from celery import shared_task
+from django.utils import timezone
 
 from memory.embeddings import EmbeddingUnavailable
 from memory.models import Tenant
@@ -79,7 +80,7 @@ def profile_rederive_task(self, end_user_id: int) -> None:
 @shared_task(acks_late=True)
 def retention_daily_task() -> int:
     """Queue today's retention run of every tenant with a policy (beat, daily)."""
-    day = datetime.date.today().isoformat()
+    day = timezone.now().date().isoformat()  # the UTC day, as beat's schedule
     tenant_ids = retention_tenants()
     for tenant_id in tenant_ids:
         retention_run_task.delay(tenant_id, day)

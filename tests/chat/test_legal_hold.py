@@ -33,3 +33,8 @@ def test_forgetting_a_turn_with_htmx_shows_the_note_in_the_body(client, held):
     body = response.content.decode()
     assert response.status_code == 200 and "legal hold" in body and "<html" not in body
     assert Page.objects.filter(pk=held["page"].pk).exists()
+
+
+def test_the_confirmation_already_says_the_data_is_on_hold(client, held):
+    response = client.get(f"/chat/ava/memory/facts/{held['fact'].pk}/forget/confirm/")
+    assert "your data is under a legal hold" in response.content.decode()
