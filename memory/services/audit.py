@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC
 
@@ -166,16 +167,21 @@ def _audit_lock(tenant_id: int) -> None:
 
 
 @transaction.atomic
-def audit_prune(*, tenant: Tenant, through_seq: int, actor: Actor, reason: str) -> int:
+def audit_prune(
+    *, tenant: Tenant, through_seq: int, actor: Actor, reason: str, keep_subject_ids: Iterable[int] = ()
+) -> int:
     """Delete the tenant's oldest entries, up to `through_seq`, keeping the rest verifiable (retention).
 
     The last removed entry's number and hash become the chain's anchor (AuditAnchor), which audit_verify starts
     from; a new entry records the anchor too, so the anchor itself is covered by the chain. The newest entry is
-    never removed (the next entry links to it). Returns how many entries were removed; 0 when nothing was older.
+    never removed (the next entry links to it), nor any entry from the first one about `keep_subject_ids` on (users
+    under legal hold). Returns how many entries were removed; 0 when nothing was older.
     """
     _audit_lock(tenant.pk)
     newest = AuditEntry.objects.filter(tenant=tenant).order_by("-seq").values_list("seq", flat=True).first() or 0
-    through_seq = min(through_seq, newest - 1)
+    kept = AuditEntry.objects.filter(tenant=tenant, subject_id__in=list(keep_subject_ids), seq__lte=through_seq)
+    first_kept = kept.order_by("seq").values_list("seq", flat=True).first()
+    through_seq = min(through_seq, newest - 1, (first_kept or newest) - 1)
     last = AuditEntry.objects.filter(tenant=tenant, seq=through_seq).values_list("hash", flat=True).first()
     if last is None:
         return 0
