@@ -27,6 +27,20 @@ from memory.services.retention import (
 from memory.services.turns import EndUserClosed
 
 RUNS_SHOWN = 30
+# What a run's forgets removed or re-derived besides the items themselves (ForgetImpact's fields), in words.
+DERIVED_WORDS = {
+    "pages": "turns",
+    "segments": "topics",
+    "knowledge": "facts learnt from them",
+    "profile_versions": "profile versions",
+    "topics_rederived": "topics re-derived",
+    "profile_rederived": "profile versions re-derived",
+    "chains_rederived": "conversation summaries re-derived",
+    "turns_redacted": "later replies redacted",
+    "records_redacted": "other records redacted",
+    "stored_responses": "stored API answers",
+    "exports_expired": "export files",
+}
 
 
 def _initial(policy, tiers) -> dict:
@@ -92,6 +106,7 @@ def retention_run(request: HttpRequest, slug: str, run_id: int) -> HttpResponse:
     console = console_or_404(request, slug, Permission.GOVERN)
     run = get_or_404(retention_run_get, tenant=console.tenant, id=run_id)
     context = {"console": console, "run": run, "receipts": run.receipts.order_by("created_at"), "tiers": TIER_WORDS}
+    context["derived"] = [(DERIVED_WORDS.get(name, name), count) for name, count in sorted(run.derived.items())]
     return render(request, "dashboard/retention_run.html", context)
 
 

@@ -91,6 +91,7 @@ def test_run_now_removes_what_the_preview_said_and_the_run_page_shows_it(
     assert (
         '<tr data-tier="pages"><td>Short- and mid-term pages</td><td class="num">2</td><td class="num">2</td>' in detail
     )
+    assert "Along with them, as a manual forget does: topics: 1." in detail
 
 
 def test_a_run_of_another_tenant_is_404(client, dpo_user, other_tenant):
