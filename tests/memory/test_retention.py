@@ -4,8 +4,10 @@ users under legal hold, erases inactive users with a receipt, and keeps the prun
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 
 from memory.models import (
@@ -140,6 +142,11 @@ def test_the_pruned_audit_chain_still_verifies_from_its_anchor(acme):
     assert report.ok and report.anchored_after == plan.audit_through_seq
     prune = AuditEntry.objects.get(tenant=tenant, action="audit.prune")
     assert prune.detail["anchor_seq"] == plan.audit_through_seq
+    out = StringIO()
+    call_command("audit_verify", "--tenant", "acme", stdout=out)
+    assert (
+        f"acme: OK, {report.checked} entries after #{plan.audit_through_seq} (removed by retention)" in out.getvalue()
+    )
 
 
 def test_tampering_after_the_anchor_is_still_found(acme):
