@@ -19,6 +19,7 @@ from rest_framework.serializers import as_serializer_error
 from rest_framework.views import set_rollback
 
 from memory.services.governance import GovernanceError
+from memory.services.legal_hold import LegalHoldActive
 from memory.services.turns import EndUserClosed, InvalidTurn
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,8 @@ def _as_api_exception(exc: Exception) -> exceptions.APIException | None:
         if exc.erased:
             return Gone("This user has been erased; nothing more is stored about them.", code="erased")
         return Conflict("This user is deactivated; nothing more is stored about them.", code="deactivated")
+    if isinstance(exc, LegalHoldActive):
+        return Conflict(str(exc), code="legal_hold")
     if isinstance(exc, InvalidTurn | GovernanceError):
         return exceptions.ValidationError({"non_field_errors": [str(exc)]})
     return None

@@ -34,6 +34,7 @@ from memory.services import governance
 from memory.services.audit import Actor
 from memory.services.gdpr import user_export_data
 from memory.services.governance import memory_read_record
+from memory.services.legal_hold import LegalHoldActive, legal_hold_active
 from memory.services.turns import EndUserClosed, space_get_or_create
 
 REASON = "requested by the end user"
@@ -188,6 +189,20 @@ def _memory_changed(request: HttpRequest, end_user: EndUser, assistant: Assistan
     return redirect("chat:memory", assistant_id=assistant.external_id)
 
 
+HOLD_NOTE = (
+    "This can't be forgotten right now: your data is under a legal hold, which keeps it unchanged until the hold "
+    "is released. Nothing was deleted."
+)
+
+
+def _forget_refused(request: HttpRequest, end_user: EndUser, assistant: Assistant) -> HttpResponse:
+    """A forget refused by a legal hold: the memory page again, saying why (HTMX: its body; plain HTML: a redirect)."""
+    if request.htmx:
+        return render(request, "chat/memory.html#memory-body", _memory_context(end_user, assistant, note=HOLD_NOTE))
+    messages.error(request, HOLD_NOTE)
+    return redirect("chat:memory", assistant_id=assistant.external_id)
+
+
 # What the end user calls each kind in URLs and sentences, and the URL name of its forget.
 FORGETTABLE = {
     "turns": ("page", "chat:page_forget", "this turn"),
@@ -210,6 +225,7 @@ def forget_confirm(request: HttpRequest, assistant_id: str, what: str, item_id: 
     item = _own_or_404(kind.get, end_user, **lookup)
     context = {"assistant": assistant, "url_name": url_name, "item_id": item_id, "what": label, "slug": what}
     context["impact"] = kind.item_impact(item).describe(kind_name)
+    context["held"] = HOLD_NOTE if legal_hold_active(end_user=end_user) else ""
     template = "chat/forget_confirm.html#confirm" if request.htmx else "chat/forget_confirm.html"
     return render(request, template, context)
 
@@ -219,7 +235,10 @@ def forget_confirm(request: HttpRequest, assistant_id: str, what: str, item_id: 
 def page_forget(request: HttpRequest, assistant_id: str, page_id: int) -> HttpResponse:
     end_user, assistant = _pair_or_404(request, assistant_id)
     page = _own_or_404(page_get, end_user, assistant=assistant, id=page_id)
-    governance.page_forget(page=page, actor=Actor.end_user(end_user), reason=REASON)
+    try:
+        governance.page_forget(page=page, actor=Actor.end_user(end_user), reason=REASON)
+    except LegalHoldActive:
+        return _forget_refused(request, end_user, assistant)
     return _memory_changed(request, end_user, assistant, "Forgotten: that turn, and anything taken from it.")
 
 
@@ -228,7 +247,10 @@ def page_forget(request: HttpRequest, assistant_id: str, page_id: int) -> HttpRe
 def segment_forget(request: HttpRequest, assistant_id: str, segment_id: int) -> HttpResponse:
     end_user, assistant = _pair_or_404(request, assistant_id)
     segment = _own_or_404(segment_get, end_user, assistant=assistant, id=segment_id)
-    governance.segment_forget(segment=segment, actor=Actor.end_user(end_user), reason=REASON)
+    try:
+        governance.segment_forget(segment=segment, actor=Actor.end_user(end_user), reason=REASON)
+    except LegalHoldActive:
+        return _forget_refused(request, end_user, assistant)
     return _memory_changed(request, end_user, assistant, "Forgotten: that topic and its turns.")
 
 
@@ -237,7 +259,10 @@ def segment_forget(request: HttpRequest, assistant_id: str, segment_id: int) -> 
 def knowledge_forget(request: HttpRequest, assistant_id: str, entry_id: int) -> HttpResponse:
     end_user, assistant = _pair_or_404(request, assistant_id)
     entry = _own_or_404(knowledge_get, end_user, assistant=assistant, id=entry_id)
-    governance.knowledge_forget(entry=entry, actor=Actor.end_user(end_user), reason=REASON)
+    try:
+        governance.knowledge_forget(entry=entry, actor=Actor.end_user(end_user), reason=REASON)
+    except LegalHoldActive:
+        return _forget_refused(request, end_user, assistant)
     return _memory_changed(request, end_user, assistant, "Forgotten: that fact.")
 
 
@@ -246,7 +271,10 @@ def knowledge_forget(request: HttpRequest, assistant_id: str, entry_id: int) -> 
 def profile_forget(request: HttpRequest, assistant_id: str, version_id: int) -> HttpResponse:
     end_user, assistant = _pair_or_404(request, assistant_id)
     version = _own_or_404(profile_version_get, end_user, id=version_id)
-    governance.profile_version_forget(version=version, actor=Actor.end_user(end_user), reason=REASON)
+    try:
+        governance.profile_version_forget(version=version, actor=Actor.end_user(end_user), reason=REASON)
+    except LegalHoldActive:
+        return _forget_refused(request, end_user, assistant)
     return _memory_changed(request, end_user, assistant, "Forgotten: that version of your profile.")
 
 

@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from memory.items import ITEM_KINDS
-from memory.models import ApiToken, EndUser, ErasureReceipt, ExportJob, Role, Tenant
+from memory.models import ApiToken, Assistant, EndUser, ErasureReceipt, ExportJob, RetentionRun, Role, Tenant
 from memory.roles import Permission, role_for, role_grants, tenant_for_operator_or_404
 from memory.services.audit import Actor
 from memory.services.governance import memory_read_record
@@ -49,6 +49,8 @@ NOT_FOUND = {
     ExportJob.DoesNotExist: "export",
     ErasureReceipt.DoesNotExist: "receipt",
     ApiToken.DoesNotExist: "token",
+    Assistant.DoesNotExist: "assistant",
+    RetentionRun.DoesNotExist: "retention run",
 } | {kind.model.DoesNotExist: kind.label for kind in ITEM_KINDS.values()}
 
 

@@ -133,3 +133,40 @@ class BundleImportForm(forms.Form):
             return bundle_parse(upload.read(settings.MEMORY_IMPORT_MAX_BYTES + 1))
         except BundleInvalid as exc:
             raise forms.ValidationError(f"The bundle is refused: {exc}") from None
+
+
+def _limit(label: str, unit: str = "days", help_text: str = "") -> forms.IntegerField:
+    return forms.IntegerField(
+        required=False, min_value=1, max_value=36500, label=f"{label} ({unit})",
+        help_text=help_text or "Empty: kept for ever.",
+        widget=forms.NumberInput(attrs={"placeholder": "keep for ever"}),
+    )  # fmt: skip
+
+
+class RetentionPolicyForm(forms.Form):
+    """A tenant's maximum age per tier; each field is named after its tier (memory.models.retention)."""
+
+    pages = _limit("Short- and mid-term pages")
+    knowledge = _limit("Long-term facts")
+    profile_versions = _limit("Profile versions")
+    chat_replies = _limit("Chat reply records", help_text="What each reply used and cost. Empty: kept for ever.")
+    audit_entries = _limit("Audit log", help_text="Removed oldest first; the chain stays verifiable. Empty: kept.")
+    inactive_users = _limit(
+        "Erase users inactive for", "months", "Erased with a receipt, as a manual erasure. Empty: never."
+    )
+
+
+class AssistantRetentionForm(forms.Form):
+    """What an assistant's own policy may set: its pages, facts and reply records; empty follows the tenant."""
+
+    pages = _limit("Short- and mid-term pages", help_text="Empty: the tenant's limit applies.")
+    knowledge = _limit("Facts about the assistant", help_text="Empty: the tenant's limit applies.")
+    chat_replies = _limit("Chat reply records", help_text="Empty: the tenant's limit applies.")
+
+
+class LegalHoldForm(forms.Form):
+    reason = forms.CharField(
+        max_length=500,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "e.g. litigation hold, case 2026-114"}),
+        help_text="Required. Kept on the hold and in the audit log with your name.",
+    )

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from dashboard.views import actions, audit, gdpr, home, items, overview, tokens, users
+from dashboard.views import actions, audit, gdpr, home, items, overview, retention, tokens, users
 
 console = [
     path("", overview.overview, name="overview"),
@@ -27,6 +27,11 @@ console = [
     path("exports/<int:job_id>/", gdpr.export_job, name="export"),
     path("exports/<int:job_id>/download/<str:token>/", gdpr.export_download, name="export_download"),
     path("receipts/<int:receipt_id>/", gdpr.receipt, name="receipt"),
+    path("users/<int:end_user_id>/legal-hold/", retention.legal_hold, name="legal_hold"),
+    path("retention/", retention.retention, name="retention"),
+    path("retention/run/", retention.retention_run_now, name="retention_run_now"),
+    path("retention/runs/<int:run_id>/", retention.retention_run, name="retention_run"),
+    path("retention/assistants/<str:assistant_id>/", retention.retention_assistant, name="retention_assistant"),
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/new/", tokens.token_create, name="token_create"),
     path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import datetime
 import logging
 
 from celery import shared_task
+from django.utils import timezone
 
 from memory.embeddings import EmbeddingUnavailable
+from memory.models import Tenant
 from memory.services.forgetting import profile_rederive
 from memory.services.gdpr_export import export_build, exports_expire
 from memory.services.heat_samples import segment_visits_apply
 from memory.services.jobs import RETRY_DELAYS, jobs_requeue
 from memory.services.promotion import segment_promote
+from memory.services.retention import retention_run, retention_run_daily, retention_tenants
 from memory.services.updating import pages_place
 from memory.step_types import StepFailed
 
@@ -78,3 +82,27 @@ def profile_rederive_task(self, end_user_id: int) -> None:
         profile_rederive(end_user_id=end_user_id)
     except StepFailed as exc:
         _retry_later(self, exc)
+
+
+@shared_task(acks_late=True)
+def retention_daily_task() -> int:
+    """Queue today's retention run of every tenant with a policy (beat, daily)."""
+    day = timezone.now().date().isoformat()  # the UTC day, as beat's schedule
+    tenant_ids = retention_tenants()
+    for tenant_id in tenant_ids:
+        retention_run_task.delay(tenant_id, day)
+    return len(tenant_ids)
+
+
+@shared_task(acks_late=True)
+def retention_run_task(tenant_id: int, day: str | None = None) -> int | None:
+    """One bounded batch of a tenant's retention; with `day` (beat) a day already done is skipped, and the next
+    batch is queued while there is more to remove. Without `day` (the console's "run now") one batch runs."""
+    if day is None:
+        tenant = Tenant.objects.filter(pk=tenant_id).first()
+        run = retention_run(tenant=tenant, trigger="console") if tenant else None
+        return run.pk if run else None
+    run = retention_run_daily(tenant_id=tenant_id, day=datetime.date.fromisoformat(day))
+    if run is not None and run.more and sum(run.removed.values()):
+        retention_run_task.delay(tenant_id, day)
+    return run.pk if run else None

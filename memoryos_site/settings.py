@@ -8,6 +8,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+from celery.schedules import crontab
 from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
@@ -207,10 +208,22 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 JOB_LEASE_SECONDS = env_int("JOB_LEASE_SECONDS", 60)
 if JOB_LEASE_SECONDS < 3:
     raise ImproperlyConfigured("JOB_LEASE_SECONDS must be at least 3")
+# Retention (memory.services.retention): beat runs every tenant's policy daily at RETENTION_HOUR (UTC), in batches
+# of at most RETENTION_BATCH_SIZE items per tier, queuing the next batch while there is more.
+RETENTION_BATCH_SIZE = env_int("RETENTION_BATCH_SIZE", 200)
+RETENTION_HOUR = env_int("RETENTION_HOUR", 3)
+if not 0 <= RETENTION_HOUR <= 23:
+    raise ImproperlyConfigured("RETENTION_HOUR must be an hour of the day, 0 to 23")
+if RETENTION_BATCH_SIZE < 1:
+    raise ImproperlyConfigured("RETENTION_BATCH_SIZE must be at least 1")
 CELERY_BEAT_SCHEDULE: dict = {
     "requeue-stuck-jobs": {"task": "memory.tasks.jobs_requeue_task", "schedule": 60.0},
     "delete-delivered-broker-messages": {"task": "memoryos_site.celery.broker_messages_delete_task", "schedule": 60.0},
     "expire-exports": {"task": "memory.tasks.exports_expire_task", "schedule": 3600.0},
+    "retention-daily": {
+        "task": "memory.tasks.retention_daily_task",
+        "schedule": crontab(hour=RETENTION_HOUR, minute=0),
+    },
 }
 
 # --- Auth -----------------------------------------------------------------------------------------------------

@@ -388,3 +388,13 @@ def idempotent_request(
     claim = idempotent_request_claim(tenant=end_user.tenant, endpoint=endpoint, key=key, fingerprint="h")
     idempotent_request_complete(request=claim.request, status_code=201, response=response or {}, end_user=end_user)
     return claim.request
+
+
+# --- Retention: rows of a chosen age ------------------------------------------------------------------------------
+
+
+def backdate(item, **times: datetime) -> None:
+    """Set the time fields of a row (created_at, at, last_active_at) that the services stamp with the clock."""
+    type(item).objects.filter(pk=item.pk).update(**times)
+    for name, value in times.items():
+        setattr(item, name, value)

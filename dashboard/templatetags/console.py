@@ -6,6 +6,8 @@ from django import template
 from django.conf import settings
 
 from memory.items import ITEM_KINDS
+from memory.models import LegalHold
+from memory.services.legal_hold import legal_hold_active
 
 register = template.Library()
 
@@ -53,6 +55,7 @@ TABLES = {
     "memory_exportjob": "Exports",
     "memory_memoryimport": "Imported and staged memory bundles",
     "memory_memoryspace": "Memory spaces",
+    "memory_legalhold": "Legal holds (released)",
     "memory_enduser": "End user record",
     "memory_auditentry (tombstoned)": "Audit entries (content emptied)",
     "auth_user": "Login account",
@@ -110,3 +113,10 @@ def target_label(target_type: str) -> str:
 def lookup(mapping: dict, key) -> object:
     """mapping[key], or "" when absent: templates cannot index a dict by a variable."""
     return mapping.get(key, "")
+
+
+@register.simple_tag
+def legal_hold_of(end_user) -> LegalHold | None:
+    """The end user's active legal hold, for the user page's hold section. Read here rather than in the view so the
+    section stays one include that any page about a user can carry."""
+    return legal_hold_active(end_user=end_user)

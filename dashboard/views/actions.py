@@ -19,6 +19,7 @@ from memory.roles import Permission
 from memory.selectors.items import profile_version_list
 from memory.selectors.people import end_user_get
 from memory.services.governance import GovernanceError, profile_edit
+from memory.services.legal_hold import LegalHoldActive, legal_hold_active
 from memory.services.turns import EndUserClosed
 
 EDIT_FORMS = {"segment": SegmentEditForm, "knowledge": KnowledgeEditForm}  # one per editable kind
@@ -67,7 +68,7 @@ def memory_action(request: HttpRequest, slug: str, kind: str, item_id: int, acti
         try:
             messages.success(request, _apply(request, item_kind, action, item, form))
             return _done(request, owner_url if action == "forget" else safe_next(request, owner_url))
-        except GovernanceError as exc:
+        except (GovernanceError, LegalHoldActive) as exc:
             form.add_error(None, str(exc))
         except EndUserClosed:  # erased while the form was open
             raise Http404("No such end user") from None
@@ -75,6 +76,7 @@ def memory_action(request: HttpRequest, slug: str, kind: str, item_id: int, acti
     context |= {"form": form, "next": safe_next(request, owner_url), "owner": item.end_user}
     if action == "forget":  # the same plan the forget will carry out, so the preview matches what happens
         context["impact"] = item_kind.item_impact(item).describe(kind)
+        context["hold"] = legal_hold_active(end_user=item.end_user)
     return render(request, page_or_partial(request, "dashboard/action.html", "form"), context)
 
 

@@ -26,6 +26,7 @@ from memory.selectors.people import assistant_list, end_user_get
 from memory.services.bundle_import import ImportRefused, bundle_stage, memory_import, memory_import_staged
 from memory.services.gdpr import receipt_verify, user_erase
 from memory.services.gdpr_export import ExportUnavailable, export_file, export_request
+from memory.services.legal_hold import LegalHoldActive, legal_hold_active
 from memory.services.turns import EndUserClosed
 
 EXPORTS_SHOWN = 50
@@ -108,14 +109,19 @@ def erase(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
     form = ErasureForm(request.POST or None, external_id=end_user.external_id)
     if form.is_bound and form.is_valid():
         data = form.cleaned_data
-        erasure = user_erase(
-            end_user=end_user, actor=actor_of(request), legal_basis=data["legal_basis"], reason=data["reason"],
-            dry_run=False,
-        )  # fmt: skip
-        messages.success(request, "The end user was erased. Keep this receipt.")
-        return redirect("console:receipt", slug, erasure.receipt.pk)
+        try:
+            erasure = user_erase(
+                end_user=end_user, actor=actor_of(request), legal_basis=data["legal_basis"], reason=data["reason"],
+                dry_run=False,
+            )  # fmt: skip
+        except LegalHoldActive as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, "The end user was erased. Keep this receipt.")
+            return redirect("console:receipt", slug, erasure.receipt.pk)
     dry_run = user_erase(end_user=end_user, actor=actor_of(request), legal_basis="", dry_run=True)
     context = {"console": console, "end_user": end_user, "form": form, "counts": dry_run.counts}
+    context["hold"] = legal_hold_active(end_user=end_user)
     context["legal_bases"] = LEGAL_BASES
     return render(request, page_or_partial(request, "dashboard/erase.html", "confirm"), context)
 

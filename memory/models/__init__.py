@@ -14,6 +14,7 @@ from memory.models.integration import (
     JobStatus,
     ReplyStatus,
 )
+from memory.models.retention import AuditAnchor, LegalHold, RetentionPolicy, RetentionRun, RunStatus
 from memory.models.tenancy import Assistant, EndUser, Membership, MemorySpace, Role, Tenant
 from memory.models.tiers import HeatSample, KnowledgeEntry, Page, ProfileVersion, Segment, SegmentVisit
 
@@ -21,6 +22,7 @@ __all__ = [
     "ActorKind",
     "ApiToken",
     "Assistant",
+    "AuditAnchor",
     "AuditEntry",
     "ChatReply",
     "EmbeddingState",
@@ -34,6 +36,7 @@ __all__ = [
     "JobLease",
     "JobStatus",
     "KnowledgeEntry",
+    "LegalHold",
     "Membership",
     "MemoryEvent",
     "MemoryImport",
@@ -41,7 +44,10 @@ __all__ = [
     "Page",
     "ProfileVersion",
     "ReplyStatus",
+    "RetentionPolicy",
+    "RetentionRun",
     "Role",
+    "RunStatus",
     "Segment",
     "SegmentVisit",
     "Tenant",

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memory.models import ActorKind, AuditEntry, EndUser, Tenant
+from memory.models import ActorKind, AuditAnchor, AuditEntry, EndUser, Tenant
 
 GENESIS = "0" * 64
 AUDIT_LOCK_NAMESPACE = 0x415544  # "AUD"
@@ -96,8 +97,7 @@ def audit_record(
     """Append one entry to the tenant's chain, inside the caller's transaction (it rolls back with the action)."""
     tenant_id = tenant if isinstance(tenant, int) else tenant.pk
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [AUDIT_LOCK_NAMESPACE, tenant_id % 2_147_483_647])
+        _audit_lock(tenant_id)
         last = AuditEntry.objects.filter(tenant_id=tenant_id).order_by("-seq").values("seq", "hash").first()
         entry = AuditEntry(
             tenant_id=tenant_id,
@@ -130,14 +130,19 @@ class ChainReport:
     checked: int
     first_broken_seq: int | None = None
     problem: str = ""
+    anchored_after: int = 0  # entries up to this one were removed by retention; the chain starts from its hash
 
 
 def audit_verify(*, tenant: Tenant) -> ChainReport:
-    """Walk the tenant's chain in order; report the first entry whose content, hash or link does not hold."""
-    previous = GENESIS
+    """Walk the tenant's chain in order; report the first entry whose content, hash or link does not hold.
+
+    After retention removed the oldest entries, the walk starts from the anchor (the last removed entry's number
+    and hash) instead of the genesis hash, so the rest of the chain still proves itself."""
+    anchor = AuditAnchor.objects.filter(tenant=tenant).values_list("seq", "hash").first()
+    anchored_after, previous = anchor or (0, GENESIS)
     checked = 0
     for entry in AuditEntry.objects.filter(tenant=tenant).order_by("seq").iterator(chunk_size=2000):
-        expected_seq = checked + 1
+        expected_seq = anchored_after + checked + 1
         problem = ""
         if entry.seq != expected_seq:
             problem = f"entry {expected_seq} is missing"
@@ -148,10 +153,53 @@ def audit_verify(*, tenant: Tenant) -> ChainReport:
         elif chain_hash(entry) != entry.hash:
             problem = "its hash does not match its fields"
         if problem:
-            return ChainReport(ok=False, checked=checked, first_broken_seq=entry.seq, problem=problem)
+            return ChainReport(
+                ok=False, checked=checked, first_broken_seq=entry.seq, problem=problem, anchored_after=anchored_after
+            )
         previous = entry.hash
         checked += 1
-    return ChainReport(ok=True, checked=checked)
+    return ChainReport(ok=True, checked=checked, anchored_after=anchored_after)
+
+
+def _audit_lock(tenant_id: int) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [AUDIT_LOCK_NAMESPACE, tenant_id % 2_147_483_647])
+
+
+@transaction.atomic
+def audit_prune(
+    *, tenant: Tenant, through_seq: int, actor: Actor, reason: str, keep_subject_ids: Iterable[int] = ()
+) -> int:
+    """Delete the tenant's oldest entries, up to `through_seq`, keeping the rest verifiable (retention).
+
+    The last removed entry's number and hash become the chain's anchor (AuditAnchor), which audit_verify starts
+    from; a new entry records the anchor too, so the anchor itself is covered by the chain. The newest entry is
+    never removed (the next entry links to it), nor any entry from the first one about `keep_subject_ids` on (users
+    under legal hold). Returns how many entries were removed; 0 when nothing was older.
+    """
+    _audit_lock(tenant.pk)
+    newest = AuditEntry.objects.filter(tenant=tenant).order_by("-seq").values_list("seq", flat=True).first() or 0
+    kept = AuditEntry.objects.filter(tenant=tenant, subject_id__in=list(keep_subject_ids), seq__lte=through_seq)
+    first_kept = kept.order_by("seq").values_list("seq", flat=True).first()
+    through_seq = min(through_seq, newest - 1, (first_kept or newest) - 1)
+    last = AuditEntry.objects.filter(tenant=tenant, seq=through_seq).values_list("hash", flat=True).first()
+    if last is None:
+        return 0
+    with connection.cursor() as cursor:  # the append-only guard lets this transaction's deletes through
+        cursor.execute("SET LOCAL memoryos.audit_maintenance = 'on'")
+    removed, _ = AuditEntry.objects.filter(tenant=tenant, seq__lte=through_seq).delete()
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL memoryos.audit_maintenance = 'off'")
+    anchor, created = AuditAnchor.objects.get_or_create(
+        tenant=tenant, defaults={"seq": through_seq, "hash": last, "removed": removed}
+    )
+    if not created:
+        AuditAnchor.objects.filter(pk=anchor.pk).update(seq=through_seq, hash=last, removed=anchor.removed + removed)
+    audit_record(
+        tenant=tenant, actor=actor, action="audit.prune", target_type="audit_anchor", target_id=through_seq,
+        reason=reason, detail={"removed": removed, "anchor_seq": through_seq, "anchor_hash": last},
+    )  # fmt: skip
+    return removed
 
 
 def _tombstone(entries) -> int:

@@ -487,8 +487,13 @@ def plan_profile_version_forget(*, version: ProfileVersion) -> ForgetPlan:
 DELETE_ORDER = (IdempotentRequest, KnowledgeEntry, ProfileVersion, Page, Segment)
 
 
-def plan_apply(plan: ForgetPlan, *, item: Model, actor: Actor, reason: str, request_id: str) -> ForgetImpact:
-    """Carry out a plan inside the caller's transaction: tombstones, the audit entry, deletes, then updates."""
+def plan_apply(
+    plan: ForgetPlan, *, item: Model | None, actor: Actor, reason: str, request_id: str, action: str = ""
+) -> ForgetImpact:
+    """Carry out a plan inside the caller's transaction: tombstones, the audit entry, deletes, then updates.
+
+    `item` is what was asked to be forgotten; a plan for several items (retention) passes none and names its
+    `action` instead."""
     tenant_id = plan.end_user.tenant_id
     for target_type, target_id in plan.tombstone_targets:
         audit_tombstone_target(tenant_id=tenant_id, target_type=target_type, target_id=target_id)
@@ -496,10 +501,10 @@ def plan_apply(plan: ForgetPlan, *, item: Model, actor: Actor, reason: str, requ
     audit_record(
         tenant=tenant_id,
         actor=actor,
-        action=f"{item.item_kind}.forget",
+        action=action or f"{item.item_kind}.forget",
         end_user=plan.end_user,
-        target_type=item.item_kind,
-        target_id=item.pk,
+        target_type=item.item_kind if item is not None else "",
+        target_id=item.pk if item is not None else None,
         reason=reason,
         detail={"impact": plan.impact.as_detail()},
         request_id=request_id,

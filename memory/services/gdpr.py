@@ -23,6 +23,7 @@ from memory.models import (
     IdempotentRequest,
     JobStatus,
     KnowledgeEntry,
+    LegalHold,
     MemoryEvent,
     MemoryImport,
     MemorySpace,
@@ -32,6 +33,7 @@ from memory.models import (
     Tenant,
 )
 from memory.services.audit import Actor, audit_record, audit_tombstone_actor, audit_tombstone_subject
+from memory.services.legal_hold import legal_hold_check
 from memory.services.tenancy import end_user_create
 from memory.services.turns import EndUserClosed
 
@@ -190,6 +192,7 @@ def _querysets(end_user: EndUser) -> dict[str, object]:
         "memory_exportjob": ExportJob.objects.filter(end_user=end_user),
         "memory_memoryimport": MemoryImport.objects.filter(end_user=end_user),
         "memory_memoryspace": spaces,
+        "memory_legalhold": LegalHold.objects.filter(end_user=end_user),  # released ones: an active one refuses
         "memory_enduser": EndUser.objects.filter(pk=end_user.pk),
     }
 
@@ -259,6 +262,7 @@ def user_erase(*, end_user: EndUser, actor: Actor, legal_basis: str, reason: str
     in id order: the order every writer takes them in), waiting for writes already under way, and deletes. It
     ends with an ErasureReceipt (time, actor, legal basis, counts per table, a hash) that stays after the user is
     gone; every export file of the user is deleted after commit. A deadlock with a background task is retried.
+    A user under legal hold is not touched: LegalHoldActive, before anything changes.
     """
     if dry_run:
         return Erasure(counts=erasure_counts(end_user=end_user), receipt=None)
@@ -282,8 +286,12 @@ RETRYABLE = {"40P01", "40001"}  # deadlock_detected, serialization_failure
 
 
 def _close(end_user: EndUser) -> None:
-    """Refuse new writes about the end user from now on: deactivate them and cancel their unfinished exports."""
+    """Refuse new writes about the end user from now on: deactivate them and cancel their unfinished exports.
+
+    Under the user's row lock, which placing a legal hold also takes, so a user under hold is never deactivated."""
     with transaction.atomic():
+        EndUser.objects.select_for_update().filter(pk=end_user.pk).values_list("pk", flat=True).first()
+        legal_hold_check(end_user=end_user, action="erasure")
         EndUser.objects.filter(pk=end_user.pk).update(is_active=False)
         ExportJob.objects.filter(end_user=end_user, status__in=(JobStatus.QUEUED, JobStatus.RUNNING)).update(
             status=JobStatus.FAILED,
@@ -311,6 +319,7 @@ def _export_files(end_user: EndUser) -> list[Path]:
 
 def _erase_locked(end_user: EndUser, *, actor: Actor, legal_basis: str, reason: str) -> Erasure:
     _lock(end_user)
+    legal_hold_check(end_user=end_user, action="erasure")  # placed between closing and locking
     counts = erasure_counts(end_user=end_user)
     tenant, subject_id, account_id = end_user.tenant, end_user.pk, end_user.account_id
     subject_ref = subject_reference(end_user)

@@ -30,6 +30,7 @@ from memory.services.forgetting import (
     plan_profile_version_forget,
     profile_fact_revise,
 )
+from memory.services.legal_hold import legal_hold_check
 from memory.services.promotion import text_hash
 from memory.services.turns import EndUserClosed, end_user_write_lock
 
@@ -95,6 +96,12 @@ def _item_owner_lock(item) -> None:
     except ObjectDoesNotExist:
         raise EndUserClosed(erased=True) from None
     _owner_lock(owner)
+
+
+def _forget_lock(item) -> None:
+    """The owner's write lock, then the legal hold check: a user under hold keeps everything (LegalHoldActive)."""
+    _item_owner_lock(item)
+    legal_hold_check(end_user=item.end_user, action="forgetting")
 
 
 def _has_flag(item, flag: str) -> bool:
@@ -251,16 +258,30 @@ def profile_edit(*, end_user: EndUser, text: str, actor: Actor, reason: str, req
 def page_forget(*, page: Page, actor: Actor, reason: str, request_id: str = "") -> ForgetImpact:
     """Hard-delete a page, what was derived from it and copies of what the user said in it (see forgetting)."""
     reason = _reason(reason)
-    _item_owner_lock(page)
+    _forget_lock(page)
     plan = plan_pages_forget(end_user=page.end_user, pages=[page])
     return plan_apply(plan, item=page, actor=actor, reason=reason, request_id=request_id)
+
+
+@transaction.atomic
+def pages_forget(*, end_user: EndUser, page_ids: list[int], actor: Actor, reason: str, action: str) -> ForgetImpact:
+    """Hard-delete several pages of one end user in one plan (retention), as page_forget does for one; pages gone
+    meanwhile are skipped. One audit entry, `action`, with the impact counts."""
+    reason = _reason(reason)
+    _owner_lock(end_user)
+    legal_hold_check(end_user=end_user, action="forgetting")
+    pages = list(Page.objects.filter(pk__in=page_ids, space__end_user=end_user).order_by("seq").without_vectors())
+    if not pages:
+        return ForgetImpact()
+    plan = plan_pages_forget(end_user=end_user, pages=pages)
+    return plan_apply(plan, item=None, actor=actor, reason=reason, request_id="", action=action)
 
 
 @transaction.atomic
 def segment_forget(*, segment: Segment, actor: Actor, reason: str, request_id: str = "") -> ForgetImpact:
     """Hard-delete a segment with its pages and heat history, and what was derived from them."""
     reason = _reason(reason)
-    _item_owner_lock(segment)
+    _forget_lock(segment)
     pages = list(Page.objects.filter(segment=segment).order_by("seq").without_vectors())
     plan = plan_pages_forget(end_user=segment.end_user, pages=pages, segment=segment)
     return plan_apply(plan, item=segment, actor=actor, reason=reason, request_id=request_id)
@@ -270,7 +291,7 @@ def segment_forget(*, segment: Segment, actor: Actor, reason: str, request_id: s
 def knowledge_forget(*, entry: KnowledgeEntry, actor: Actor, reason: str, request_id: str = "") -> ForgetImpact:
     """Hard-delete a fact; the profile lines stating it are re-derived (with a model: by the worker)."""
     reason = _reason(reason)
-    _item_owner_lock(entry)
+    _forget_lock(entry)
     plan = plan_knowledge_forget(entry=entry)
     return plan_apply(plan, item=entry, actor=actor, reason=reason, request_id=request_id)
 
@@ -279,7 +300,7 @@ def knowledge_forget(*, entry: KnowledgeEntry, actor: Actor, reason: str, reques
 def profile_version_forget(*, version: ProfileVersion, actor: Actor, reason: str, request_id: str = "") -> ForgetImpact:
     """Delete one profile version; if it was the current one, the previous version becomes current."""
     reason = _reason(reason)
-    _item_owner_lock(version)
+    _forget_lock(version)
     plan = plan_profile_version_forget(version=version)
     return plan_apply(plan, item=version, actor=actor, reason=reason, request_id=request_id)
 

@@ -11,7 +11,7 @@ from tests import builders
 
 USERS_LIST_QUERIES = 7  # session, user, membership, role; count, the page's ids, the rows with every figure
 USER_PAGE_QUERIES = (
-    16  # 4 auth and access + the end user + 6 of memory + 5 for the audited read (savepoint, lock, chain)
+    17  # 4 auth and access + the end user + 6 of memory + 5 for the audited read (savepoint, lock, chain) + legal hold
 )
 
 

@@ -24,7 +24,8 @@ class Command(BaseCommand):
         for each in tenants:
             report = audit_verify(tenant=each)
             if report.ok:
-                self.stdout.write(f"{each.slug}: OK, {report.checked} entries")
+                anchored = f" after #{report.anchored_after} (removed by retention)" if report.anchored_after else ""
+                self.stdout.write(f"{each.slug}: OK, {report.checked} entries{anchored}")
             else:
                 broken = True
                 self.stdout.write(

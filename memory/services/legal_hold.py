@@ -1,0 +1,105 @@
+"""Legal holds: placing and releasing them (dpo and admin, with a reason, audited), and the check that makes
+forgetting, erasure and retention refuse while one is active."""
+
+from __future__ import annotations
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from memory.models import EndUser, LegalHold
+from memory.services.audit import Actor, audit_record
+from memory.services.turns import end_user_write_lock
+
+MAX_REASON = 500
+
+
+class LegalHoldError(ValueError):
+    """The hold cannot be placed or released as asked; the message says why."""
+
+
+class LegalHoldActive(Exception):
+    """The end user is under a legal hold: nothing about them may be forgotten or erased until it is released."""
+
+    def __init__(self, hold: LegalHold, action: str) -> None:
+        since = hold.placed_at.strftime("%d %b %Y")
+        super().__init__(
+            f"{action.capitalize()} is suspended: this user is under a legal hold since {since} "
+            f"(placed by {hold.placed_by_label}). A dpo or admin must release the hold first."
+        )
+        self.hold = hold
+        self.action = action
+
+
+def legal_hold_active(*, end_user: EndUser) -> LegalHold | None:
+    """The end user's active hold, or None."""
+    return LegalHold.objects.filter(end_user_id=end_user.pk, released_at__isnull=True).first()
+
+
+def legal_hold_check(*, end_user: EndUser, action: str) -> None:
+    """Raise LegalHoldActive when the end user is under hold. Call it under the user's write lock, so a hold placed
+    meanwhile (placing takes the same lock) is seen."""
+    hold = legal_hold_active(end_user=end_user)
+    if hold is not None:
+        raise LegalHoldActive(hold, action)
+
+
+def _reason(reason: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise LegalHoldError("a reason is required")
+    if len(reason) > MAX_REASON:
+        raise LegalHoldError(f"the reason is longer than {MAX_REASON} characters")
+    return reason
+
+
+@transaction.atomic
+def legal_hold_place(
+    *, end_user: EndUser, actor: Actor, reason: str, placed_by=None, request_id: str = ""
+) -> LegalHold:
+    """Put the end user under legal hold. Takes the user's write lock, so a forget or erasure under way finishes
+    first and any later one is refused. Raises LegalHoldError when a reason is missing or a hold is already active,
+    EndUserClosed when the user has been erased."""
+    reason = _reason(reason)
+    end_user_write_lock(end_user, inactive_ok=True)
+    if legal_hold_active(end_user=end_user) is not None:
+        raise LegalHoldError("this user is already under a legal hold")
+    try:
+        with transaction.atomic():
+            hold = LegalHold.objects.create(
+                tenant_id=end_user.tenant_id,
+                end_user=end_user,
+                reason=reason,
+                placed_by=placed_by,
+                placed_by_label=actor.label,
+                placed_at=timezone.now(),
+            )
+    except IntegrityError:  # placed by someone else a moment ago
+        raise LegalHoldError("this user is already under a legal hold") from None
+    audit_record(
+        tenant=end_user.tenant_id, actor=actor, action="legal_hold.place", end_user=end_user,
+        target_type="legal_hold", target_id=hold.pk, reason=reason, request_id=request_id,
+    )  # fmt: skip
+    return hold
+
+
+@transaction.atomic
+def legal_hold_release(
+    *, end_user: EndUser, actor: Actor, reason: str, released_by=None, request_id: str = ""
+) -> LegalHold:
+    """Release the end user's active hold (audited with its reason); forgetting, erasure and retention apply again.
+    Raises LegalHoldError when there is no active hold."""
+    reason = _reason(reason)
+    end_user_write_lock(end_user, inactive_ok=True)
+    hold = LegalHold.objects.select_for_update().filter(end_user=end_user, released_at__isnull=True).first()
+    if hold is None:
+        raise LegalHoldError("this user is not under a legal hold")
+    hold.released_at = timezone.now()
+    hold.released_by = released_by
+    hold.released_by_label = actor.label
+    hold.release_reason = reason
+    hold.save(update_fields=["released_at", "released_by", "released_by_label", "release_reason"])
+    audit_record(
+        tenant=end_user.tenant_id, actor=actor, action="legal_hold.release", end_user=end_user,
+        target_type="legal_hold", target_id=hold.pk, reason=reason, request_id=request_id,
+    )  # fmt: skip
+    return hold
