@@ -16,7 +16,7 @@ from django.utils import timezone
 from memory.models import AuditEntry, EndUser, ErasureReceipt, ExportJob, JobStatus
 from memory.services import gdpr_export
 from memory.services.audit import Actor
-from memory.services.gdpr import user_erase
+from memory.services.gdpr import KEPT_TOMBSTONES, erased_total, user_erase
 from memory.services.gdpr_export import export_build, export_request, exports_expire
 from memory.services.turns import EndUserClosed
 from memory.tasks import export_build_task
@@ -182,6 +182,26 @@ def test_erasing_ends_with_a_receipt_that_stays_listed(client, dpo_user, alice, 
     assert "hash verifies" in body and "consent withdrawn" in body and "Pages (turns)" in body
     listing = client.get("/console/acme/gdpr/").content.decode()
     assert f"/console/acme/receipts/{receipt.pk}/" in listing and "dpo-of-acme" in listing
+
+
+def test_the_receipt_does_not_count_the_kept_audit_tombstones_among_the_rows_erased(
+    client, dpo_user, alice, alice_space
+):
+    client.force_login(dpo_user)
+    client.get(f"/console/acme/users/{alice.pk}/")  # reading her memory is audited: an entry about her to keep
+    client.post(
+        f"/console/acme/users/{alice.pk}/erase/",
+        {"legal_basis": "GDPR Art. 17(1)(b): consent withdrawn", "confirm": "alice"},
+    )
+
+    receipt = ErasureReceipt.objects.get()
+    kept = receipt.counts[KEPT_TOMBSTONES]
+    deleted = sum(n for table, n in receipt.counts.items() if table != KEPT_TOMBSTONES)
+    assert kept > 0 and erased_total(receipt.counts) == deleted
+    body = client.get(f"/console/acme/receipts/{receipt.pk}/").content.decode()
+    assert f"{deleted} rows erased" in body and f"{kept} audit entr" in body and "kept as tombstone" in body
+    listing = client.get("/console/acme/gdpr/").content.decode()
+    assert f'<td class="num">{deleted}</td>' in listing
 
 
 @pytest.mark.parametrize("role_user", ["agent_user", "supervisor_user"])
