@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import stat
 import zipfile
 from datetime import timedelta
@@ -254,6 +255,20 @@ def test_the_readable_summary_escapes_what_users_wrote(settings, alice, dpo_user
     html = export_summary_html(user_export_data(end_user=alice))
 
     assert "<script>x()" not in html and "&lt;script&gt;x()" in html
+
+
+def test_the_readable_summary_writes_dates_for_people_not_iso_timestamps(alice, dpo_user):
+    from memory.services.gdpr import user_export_data
+    from memory.services.gdpr_export import export_summary_html
+
+    page = builders.page(builders.space_of(alice), user_message="Hello", assistant_reply="Hi")
+    data = user_export_data(end_user=alice)
+
+    html = export_summary_html(data)
+
+    assert page.at.strftime("%-d %b %Y, %H:%M UTC") in html
+    assert data["generated_at"] not in html and page.at.isoformat() not in html
+    assert not re.search(r"\d{4}-\d{2}-\d{2}T\d{2}:", html)
 
 
 def test_the_link_lives_as_long_as_the_setting_says(settings, alice, dpo_user):
