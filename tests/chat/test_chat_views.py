@@ -67,9 +67,9 @@ def test_the_conversation_shows_each_turn_and_what_each_reply_used(offline, logg
     assert body.count('<details class="memory-used">') == 1
     # the offline reply used what it mentions: not the unrelated imported turn
     assert "Memory used: 1 fact, 1 topic, 1 earlier turn<" in body
-    assert "<li>Alice is vegetarian.</li>" in body
-    assert "<li>Lisbon holiday vegetarian food</li>" in body
-    assert ": you said “Vegetarian food in Lisbon is easy to find.”" in body
+    assert "<li dir=\"auto\">Alice is vegetarian.</li>" in body
+    assert "<li dir=\"auto\">Lisbon holiday vegetarian food</li>" in body
+    assert ': you said “<span dir="auto">Vegetarian food in Lisbon is easy to find.</span>”' in body
     assert "The latest 1 turn of this conversation." not in body
     assert "offline reply" in body
 
