@@ -233,7 +233,8 @@ table{border-collapse:collapse;width:100%;margin-bottom:1.5rem}td,th{border:1px 
 text-align:left;vertical-align:top}th{background:#f6f7f9}.muted{color:#6b7280}pre{white-space:pre-wrap}
 </style></head><body>
 <h1>Everything held about {{ d.end_user.display_name|default:d.end_user.external_id }}</h1>
-<p class="muted">Generated {{ d.generated_at|date:"j M Y, H:i T" }} · tenant {{ d.end_user.tenant }} · format {{ d.format }}.
+<p class="muted">Generated {{ d.generated_at|date:"j M Y, H:i T" }}
+· tenant {{ d.end_user.tenant }} · format {{ d.format }}.
 The complete, machine-readable data (embeddings included) is in <code>export.json</code> next to this file.</p>
 <h2>Account</h2>
 <table><tr><th>External id</th><td>{{ d.end_user.external_id }}</td></tr>
@@ -241,7 +242,8 @@ The complete, machine-readable data (embeddings included) is in <code>export.jso
 <tr><th>Created</th><td>{{ d.end_user.created_at|date:"j M Y, H:i T" }}</td></tr>
 <tr><th>Last active</th><td>{{ d.end_user.last_active_at|date:"j M Y, H:i T"|default:"never" }}</td></tr></table>
 <h2>Profile</h2>
-{% for v in d.profile_versions %}<h3>Version {{ v.number }} <span class="muted">({{ v.author }}, {{ v.created_at|date:"j M Y, H:i T" }}
+{% for v in d.profile_versions %}<h3>Version {{ v.number }} <span class="muted">({{ v.author }},
+{{ v.created_at|date:"j M Y, H:i T" }}
 {% if v.locked %}, locked{% endif %})</span></h3><pre>{{ v.text }}</pre>{% empty %}<p>No profile.</p>{% endfor %}
 <h2>Knowledge</h2>
 <table><tr><th>Kind</th><th>Fact</th><th>Pinned</th><th>Locked</th><th>Created</th></tr>
@@ -255,11 +257,13 @@ The complete, machine-readable data (embeddings included) is in <code>export.jso
 {% for s in m.segments %}<tr><td>{{ s.summary }}</td><td>{{ s.keywords|join:", " }}</td><td>{{ s.n_visit }}</td>
 <td>{{ s.pinned|yesno }}</td></tr>{% empty %}<tr><td colspan="4">None.</td></tr>{% endfor %}</table>
 <h3>Conversation</h3><table><tr><th>When</th><th>You wrote</th><th>The assistant replied</th></tr>
-{% for p in m.pages %}<tr><td>{{ p.at|date:"j M Y, H:i T" }}</td><td>{{ p.user_message }}</td><td>{{ p.assistant_reply }}</td></tr>
+{% for p in m.pages %}<tr><td>{{ p.at|date:"j M Y, H:i T" }}</td>
+<td>{{ p.user_message }}</td><td>{{ p.assistant_reply }}</td></tr>
 {% empty %}<tr><td colspan="3">No conversation.</td></tr>{% endfor %}</table>{% endfor %}
 <h2>Record of actions on your data</h2>
 <table><tr><th>When</th><th>Who</th><th>Action</th><th>Reason</th></tr>
-{% for a in d.audit %}<tr><td>{{ a.at|date:"j M Y, H:i T" }}</td><td>{{ a.actor }}{% if a.actor_label %} ({{ a.actor_label }}){% endif %}
+{% for a in d.audit %}<tr><td>{{ a.at|date:"j M Y, H:i T" }}</td>
+<td>{{ a.actor }}{% if a.actor_label %} ({{ a.actor_label }}){% endif %}
 </td><td>{{ a.action }}</td><td>{{ a.reason }}</td></tr>{% empty %}<tr><td colspan="4">None.</td></tr>{% endfor %}
 </table></body></html>
 """
