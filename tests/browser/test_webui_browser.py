@@ -215,16 +215,18 @@ def test_console_actions_work_with_the_keyboard_alone_and_show_where_the_focus_i
     assert KnowledgeEntry.objects.filter(end_user=memory, pinned=False).count() == fact - 1
 
 
-def test_every_page_type_fits_each_screen_and_passes_axe_for_every_role(memory, new_tab):
+def test_every_page_type_fits_each_screen_and_passes_axe_for_every_role(memory, new_tab, screenshot):
     paths = console_paths(memory)
     violations: list[str] = []
     too_wide: list[str] = []
 
-    def check(tab, path: str) -> None:
+    def check(tab, path: str, shot: str = "") -> None:
         for width in (PHONE, TABLET, DESKTOP):
             tab.set_viewport_size({"width": width, "height": 844})
             if page_width(tab) > width:
                 too_wide.append(f"{path} is {page_width(tab)} px wide at {width} px")
+            if shot and width == PHONE:
+                screenshot(tab, f"webui-{shot}-phone")
         violations.extend(serious_violations(tab))
 
     tab = new_tab(DESKTOP)
@@ -240,7 +242,8 @@ def test_every_page_type_fits_each_screen_and_passes_axe_for_every_role(memory, 
         for name, path in paths.items():
             response = tab.goto(path)
             statuses[username, name] = response.status
-            check(tab, path)
+            shots = {("agent-of-acme", "audit"): "403", ("admin-of-acme", "users"): "users"}
+            check(tab, path, shots.get((username, name), ""))
 
     assert statuses["agent-of-acme", "audit"] == statuses["dpo-of-acme", "tokens"] == 403  # the 403 page, too
     assert statuses["admin-of-acme", "tokens"] == statuses["dpo-of-acme", "gdpr"] == 200
