@@ -138,6 +138,17 @@ def test_the_chat_fits_a_phone_and_a_failed_send_is_retried_and_stored_once(memo
         assert button["x"] >= 0 and button["x"] + button["width"] <= PHONE
     screenshot(tab, "webui-memory-phone")
 
+    # "Keep it" closes the question in place (no page load) and gives the focus back to its Delete button
+    tab.evaluate("window.stillTheSamePage = true")
+    delete = tab.locator("#turns-title + p + ul > li").first.locator("a[data-forget]")
+    delete.click()
+    keep = tab.locator(".forget-confirm a", has_text="Keep it")
+    expect(keep).to_be_visible()
+    keep.click()
+    expect(tab.locator(".forget-confirm")).to_have_count(0)
+    assert tab.evaluate("window.stillTheSamePage") is True
+    assert delete.evaluate("element => element === document.activeElement")
+
 
 def test_a_retry_of_a_send_whose_answer_was_lost_shows_the_turn_stored_the_first_time(memory, new_tab):
     tab = new_tab(DESKTOP)
@@ -206,8 +217,12 @@ def test_console_actions_work_with_the_keyboard_alone_and_show_where_the_focus_i
     assert pin.evaluate("element => element.matches(':focus-visible')")
     tab.keyboard.press("Enter")
     reason = tab.locator(".modal textarea[name=reason]")
-    expect(reason).to_be_visible()
-    reason.focus()
+    expect(reason).to_be_focused()  # the dialog takes the focus
+    tab.keyboard.press("Escape")  # and Escape closes it, giving the focus back
+    expect(reason).to_have_count(0)
+    assert pin.evaluate("element => element === document.activeElement")
+    tab.keyboard.press("Enter")
+    expect(reason).to_be_focused()
     tab.keyboard.type("Asked on the phone")
     tab.keyboard.press("Tab")
     with tab.expect_navigation():
