@@ -34,18 +34,25 @@ def memory(settings, tenant, assistant, alice, bob, agent_user, supervisor_user,
 
 @pytest.fixture
 def new_tab(chromium, live_server):
-    """Open tabs of their own (cookies, viewport) on the one browser and the one live server; all closed after."""
+    """Open tabs of their own (cookies, viewport) on the one browser and the one live server; all closed after.
+
+    Fails the test if the browser reports anything the Content-Security-Policy blocked (an inline handler, say).
+    """
     contexts = []
+    blocked: list[str] = []
 
     def open_tab(width: int = DESKTOP):
         context = chromium.new_context(base_url=live_server.url, viewport={"width": width, "height": 844})
         context.set_default_timeout(15_000)
         contexts.append(context)
-        return context.new_page()
+        tab = context.new_page()
+        tab.on("console", lambda m: blocked.append(m.text) if "Content Security Policy" in m.text else None)
+        return tab
 
     yield open_tab
     for context in contexts:
         context.close()
+    assert blocked == [], blocked
 
 
 def page_width(tab) -> int:
