@@ -162,12 +162,19 @@ def test_a_retry_of_a_send_whose_answer_was_lost_shows_the_turn_stored_the_first
     log_in(tab, "alice", PASSWORD)
     tab.goto("/chat/ava/")
 
-    # the server stores the turn, but its answer never reaches the page
-    tab.route("**/chat/ava/send/", lambda route: (route.fetch(), route.abort()))
+    # a server error: the message stays, with the status and Retry
+    tab.route("**/chat/ava/send/", lambda route: route.fulfill(status=502, body="Bad gateway"))
     tab.fill("#composer textarea", "Book me a table at Tasca.")
     tab.click("#composer button[type=submit]")
     retry = tab.locator("#turn-pending .send-error button", has_text="Retry")
     expect(retry).to_be_visible()
+    assert "the server answered with an error (502)" in tab.locator("#turn-pending .send-error").inner_text()
+    tab.unroute("**/chat/ava/send/")
+
+    # the server stores the turn, but its answer never reaches the page
+    tab.route("**/chat/ava/send/", lambda route: (route.fetch(), route.abort()))
+    retry.click()
+    expect(tab.locator("#turn-pending .send-error", has_text="the connection failed")).to_be_visible()
     assert Page.objects.filter(space__end_user=memory, user_message="Book me a table at Tasca.").count() == 1
 
     tab.unroute("**/chat/ava/send/")
