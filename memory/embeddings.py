@@ -130,18 +130,36 @@ def use_embedder(embedder: Embedder) -> Iterator[Embedder]:
         _embedder = previous
 
 
+_warming = False  # a warm-up is under way in this process
+
+
+def _after_fork_in_child() -> None:
+    """A process forked while this one was loading or warming the model (gunicorn --preload) starts afresh: the
+    locks the loading thread held, and the half-used model, stay with the parent."""
+    global _embedder, _embedder_lock, _warming
+    _embedder_lock = threading.Lock()
+    if _warming:
+        _embedder, _warming = None, False
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def embedder_warm() -> float | None:
     """Load the embedder and embed one text, so the first message does not wait for the model; the seconds it took.
 
     A failure is logged, not raised: the process still starts, and the first real use reports the error to whoever
     needs the vector. Idempotent (a warm embedder answers at once).
     """
-    started = time.monotonic()
+    global _warming
+    started, _warming = time.monotonic(), True
     try:
         get_embedder().embed(["warm-up"])
     except Exception:
         logger.warning("the embedding model could not be warmed up; the first message will try again", exc_info=True)
         return None
+    finally:
+        _warming = False
     seconds = time.monotonic() - started
     logger.info("embedding model warm in %.1f s", seconds)
     return seconds

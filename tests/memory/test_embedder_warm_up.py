@@ -57,3 +57,19 @@ def test_a_solo_worker_warms_itself_and_a_prefork_worker_leaves_it_to_its_pool_p
         if thread.name == "embedder-warm-worker":
             thread.join(timeout=10)
     assert embedder.calls == calls + 2
+
+
+def test_a_process_forked_during_the_warm_up_loads_its_own_model_with_free_locks(embedder):
+    from memory import embeddings
+
+    held = embeddings._embedder_lock
+    held.acquire()  # as the warm-up thread holds it while it loads the model
+    embeddings._warming = True
+    try:
+        embeddings._after_fork_in_child()
+
+        assert embeddings._embedder is None and embeddings._warming is False
+        assert embeddings._embedder_lock is not held and embeddings._embedder_lock.acquire(blocking=False)
+        embeddings._embedder_lock.release()
+    finally:
+        held.release()
