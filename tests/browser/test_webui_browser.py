@@ -77,6 +77,7 @@ def console_paths(alice) -> dict[str, str]:
     page = Page.objects.filter(space__end_user=alice).first()
     fact = KnowledgeEntry.objects.filter(end_user=alice).first()
     return {
+        "home": "/",
         "overview": "/console/acme/",
         "users": "/console/acme/users/",
         "user": f"/console/acme/users/{alice.pk}/",
@@ -259,6 +260,8 @@ def test_every_page_type_fits_each_screen_and_passes_axe_for_every_role(memory, 
         violations.extend(serious_violations(tab))
 
     tab = new_tab(DESKTOP)
+    tab.goto("/accounts/login/")
+    check(tab, "/accounts/login/")
     log_in(tab, "alice", PASSWORD)
     for path in ("/chat/ava/", "/chat/ava/memory/"):
         tab.goto(path)
