@@ -28,6 +28,12 @@ class MessageForm(forms.Form):
         kwargs.setdefault("initial", {}).setdefault("idempotency_key", new_idempotency_key())
         super().__init__(*args, **kwargs)
         self.max_chars = settings.MEMORY_MESSAGE_MAX_CHARS
+        # The browser stops typing at the limit the server checks, and right-to-left text is laid out as written.
+        self.fields["message"].widget.attrs |= {
+            "maxlength": self.max_chars,
+            "dir": "auto",
+            "aria-describedby": "composer-count",
+        }
 
     def clean_message(self) -> str:
         try:

@@ -120,6 +120,9 @@ def message_send(request: HttpRequest, assistant_id: str) -> HttpResponse:
     if result.failed:
         form = MessageForm(initial={"message": form.cleaned_data["message"]})
         return _composer_again(request, end_user, assistant, form, status=503, error=_failure_text(assistant, result))
+    if result.replayed and result.done and request.htmx and request.POST.get("retry"):
+        # A retry after the first send's answer was lost on the way (the page shows no turn for it): show it now.
+        return _turn_sent(request, assistant, result)
     if result.replayed:
         note = "That message was already answered." if result.done else "That message is still being answered."
         if not request.htmx:

@@ -7,8 +7,10 @@ Tests replace the seam with `use_embedder()`.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Protocol
@@ -17,6 +19,7 @@ import numpy as np
 from django.conf import settings
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"
+logger = logging.getLogger(__name__)
 
 
 class EmbeddingUnavailable(RuntimeError):
@@ -125,6 +128,54 @@ def use_embedder(embedder: Embedder) -> Iterator[Embedder]:
         yield embedder
     finally:
         _embedder = previous
+
+
+_warming = False  # a warm-up is under way in this process
+
+
+def _after_fork_in_child() -> None:
+    """A process forked while this one was loading or warming the model (gunicorn --preload) starts afresh: the
+    locks the loading thread held, and the half-used model, stay with the parent."""
+    global _embedder, _embedder_lock, _warming
+    _embedder_lock = threading.Lock()
+    if _warming:
+        _embedder, _warming = None, False
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def embedder_warm() -> float | None:
+    """Load the embedder and embed one text, so the first message does not wait for the model; the seconds it took.
+
+    A failure is logged, not raised: the process still starts, and the first real use reports the error to whoever
+    needs the vector. Idempotent (a warm embedder answers at once).
+    """
+    global _warming
+    started, _warming = time.monotonic(), True
+    try:
+        get_embedder().embed(["warm-up"])
+    except Exception:
+        logger.warning("the embedding model could not be warmed up; the first message will try again", exc_info=True)
+        return None
+    finally:
+        _warming = False
+    seconds = time.monotonic() - started
+    logger.info("embedding model warm in %.1f s", seconds)
+    return seconds
+
+
+def embedder_warm_in_background(*, why: str) -> threading.Thread | None:
+    """Warm the embedder in a daemon thread when EMBEDDING_WARM_AT_START is on (the web server, each worker).
+
+    In a thread, so the process answers (and its supervisor sees it alive) at once; a message that arrives meanwhile
+    waits for the same model load rather than starting a second one. None when the setting is off.
+    """
+    if not settings.EMBEDDING_WARM_AT_START:
+        return None
+    thread = threading.Thread(target=embedder_warm, name=f"embedder-warm-{why}", daemon=True)
+    thread.start()
+    return thread
 
 
 def embed_texts(texts: list[str]) -> np.ndarray:

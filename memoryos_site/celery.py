@@ -26,6 +26,25 @@ def embedded_database_start(**kwargs: object) -> None:
         embedded_server_ensure(settings.EMBEDDED_PGDATA)
 
 
+@signals.worker_process_init.connect
+def embedder_warm_in_pool_process(**kwargs: object) -> None:
+    """Each prefork pool process loads the embedding model as it starts, so its first task does not wait for it."""
+    from memory.embeddings import embedder_warm_in_background
+
+    embedder_warm_in_background(why="worker")
+
+
+@signals.worker_ready.connect
+def embedder_warm_in_worker(sender: object = None, **kwargs: object) -> None:
+    """A worker that runs tasks in its own process (solo or threads pool) loads the model once it is ready."""
+    pool = getattr(sender, "pool", None)
+    if pool is not None and type(pool).__module__.endswith("prefork"):
+        return  # its pool processes warm themselves (above); the parent never embeds
+    from memory.embeddings import embedder_warm_in_background
+
+    embedder_warm_in_background(why="worker")
+
+
 # kombu's SQLAlchemy transport hides a message once a worker fetches it and never shows it again, even when the
 # worker dies: delivery is at most once. The database's job state makes up for that (memory.services.jobs), so a
 # delivered row is dead weight; it is deleted a minute after delivery.

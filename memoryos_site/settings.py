@@ -291,6 +291,8 @@ EMBEDDING_BACKEND = env_str("EMBEDDING_BACKEND", "local")  # local | openai
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "all-MiniLM-L6-v2")
 EMBEDDING_BASE_URL = env_str("EMBEDDING_BASE_URL")
 EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY")
+# Load the embedding model when the web server and each worker process start, not on the first message.
+EMBEDDING_WARM_AT_START = env_bool("EMBEDDING_WARM_AT_START", True)
 if EMBEDDING_BACKEND not in {"local", "openai"}:
     raise ImproperlyConfigured(f"EMBEDDING_BACKEND must be local or openai, not {EMBEDDING_BACKEND!r}")
 

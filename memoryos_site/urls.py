@@ -2,12 +2,16 @@ from django.contrib import admin
 from django.contrib.auth.views import LoginView
 from django.urls import include, path
 
+from dashboard.views.home import favicon
 from memoryos_site.login_throttle import ThrottledAuthenticationForm
+
+handler403 = "dashboard.views.home.permission_denied"
 
 urlpatterns = [
     path("accounts/login/", LoginView.as_view(authentication_form=ThrottledAuthenticationForm), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
+    path("favicon.ico", favicon, name="favicon"),
     path("api/v1/", include("api.urls")),
     path("v1/", include("integrations.urls")),  # the OpenAI-compatible memory proxy
     path("chat/", include("chat.urls")),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from django.core.cache import cache
 
@@ -10,6 +12,15 @@ from memory.models import Role
 from memory.services.tenancy import end_user_create, operator_create, tenant_create
 from memoryos_site.celery import app as celery_app
 from tests.fakes import HashingEmbedder
+
+# Workers and servers that tests start as processes use the fake embedder's seam or none: no model to warm up.
+os.environ.setdefault("EMBEDDING_WARM_AT_START", "false")
+
+
+@pytest.fixture(autouse=True)
+def no_warm_up(settings):
+    """The embedding model is not warmed up at start in tests (the fake embedder stands in for it)."""
+    settings.EMBEDDING_WARM_AT_START = False
 
 
 @pytest.fixture(autouse=True)

@@ -7,6 +7,7 @@ from django.conf import settings
 
 from memory.items import ITEM_KINDS
 from memory.models import LegalHold
+from memory.services.gdpr import KEPT_TOMBSTONES, erased_total
 from memory.services.legal_hold import legal_hold_active
 
 register = template.Library()
@@ -39,8 +40,14 @@ def memory_actions(kind: str, item) -> list[tuple[str, str]]:
 
 @register.filter
 def total(counts: dict) -> int:
-    """The sum of a dict of counts (an erasure receipt's rows per table)."""
-    return sum(v for v in (counts or {}).values() if isinstance(v, int))
+    """The rows an erasure deleted, from its counts per table (the audit tombstones it kept are not among them)."""
+    return erased_total(counts)
+
+
+@register.filter
+def tombstones(counts: dict) -> int:
+    """The audit entries an erasure kept as tombstones (content emptied), from its counts per table."""
+    return (counts or {}).get(KEPT_TOMBSTONES, 0)
 
 
 TABLES = {
@@ -57,7 +64,7 @@ TABLES = {
     "memory_memoryspace": "Memory spaces",
     "memory_legalhold": "Legal holds (released)",
     "memory_enduser": "End user record",
-    "memory_auditentry (tombstoned)": "Audit entries (content emptied)",
+    KEPT_TOMBSTONES: "Audit entries (kept, content emptied)",
     "auth_user": "Login account",
     "django_session": "Login sessions",
 }

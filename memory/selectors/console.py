@@ -96,15 +96,20 @@ def _with_figures(users: QuerySet[EndUser], now: datetime) -> QuerySet[EndUser]:
         stm_pages=_count_per_user(Page.objects.filter(tier=Tier.SHORT_TERM), "space__end_user"),
         mtm_pages=_count_per_user(Page.objects.filter(tier=Tier.MID_TERM), "space__end_user"),
         segments=_count_per_user(Segment.objects.all(), "space__end_user"),
-        knowledge_count=_count_per_user(KnowledgeEntry.objects.all(), "end_user"),
+        # Counted per kind, as the Overview's "User knowledge" and "Assistant knowledge" tiles count them.
+        user_knowledge_count=_count_per_user(KnowledgeEntry.objects.filter(kind=KnowledgeKind.USER), "end_user"),
+        assistant_knowledge_count=_count_per_user(
+            KnowledgeEntry.objects.filter(kind=KnowledgeKind.ASSISTANT), "end_user"
+        ),
         has_profile=Exists(ProfileVersion.objects.filter(end_user=OuterRef("pk"))),
         hottest_heat=Subquery(hottest.values("heat")[:1], output_field=FloatField()),
     )
 
 
 def end_users_search(*, tenant: Tenant, query: str = "", sort: str = "recent", now: datetime) -> QuerySet[EndUser]:
-    """Every matching end user with its figures (stm_pages, mtm_pages, segments, knowledge_count, has_profile,
-    hottest_heat), in `sort` order. For a page of them use end_users_page, which computes figures for that page only.
+    """Every matching end user with its figures (stm_pages, mtm_pages, segments, user_knowledge_count,
+    assistant_knowledge_count, has_profile, hottest_heat), in `sort` order. For a page of them use end_users_page,
+    which computes figures for that page only.
     """
     return _with_figures(_matching_users(tenant, query), now).order_by(*USER_SORTS.get(sort, USER_SORTS["recent"]))
 

@@ -203,10 +203,19 @@ def _sessions_of(user_id: int) -> list[str]:
     return [s.session_key for s in live.iterator() if s.get_decoded().get("_auth_user_id") == str(user_id)]
 
 
+# Rows an erasure keeps, emptied of their content: listed in the counts, never among the rows erased.
+KEPT_TOMBSTONES = "memory_auditentry (tombstoned)"
+
+
+def erased_total(counts: dict) -> int:
+    """The rows an erasure deleted (or would delete): every count but the audit entries kept as tombstones."""
+    return sum(n for table, n in (counts or {}).items() if table != KEPT_TOMBSTONES and isinstance(n, int))
+
+
 def erasure_counts(*, end_user: EndUser) -> dict[str, int]:
     """Dry run: how many rows each table holds about the end user (audit entries are tombstoned, not deleted)."""
     counts = {table: qs.count() for table, qs in _querysets(end_user).items()}
-    counts["memory_auditentry (tombstoned)"] = AuditEntry.objects.filter(
+    counts[KEPT_TOMBSTONES] = AuditEntry.objects.filter(
         tenant_id=end_user.tenant_id, subject_id=end_user.pk, erased=False
     ).count()
     if end_user.account_id:

@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.template import Context, Engine
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from memory.models import EndUser, ExportJob, JobStatus
 from memory.services.audit import Actor, audit_record
@@ -232,20 +233,22 @@ table{border-collapse:collapse;width:100%;margin-bottom:1.5rem}td,th{border:1px 
 text-align:left;vertical-align:top}th{background:#f6f7f9}.muted{color:#6b7280}pre{white-space:pre-wrap}
 </style></head><body>
 <h1>Everything held about {{ d.end_user.display_name|default:d.end_user.external_id }}</h1>
-<p class="muted">Generated {{ d.generated_at }} · tenant {{ d.end_user.tenant }} · format {{ d.format }}.
+<p class="muted">Generated {{ d.generated_at|date:"j M Y, H:i T" }}
+· tenant {{ d.end_user.tenant }} · format {{ d.format }}.
 The complete, machine-readable data (embeddings included) is in <code>export.json</code> next to this file.</p>
 <h2>Account</h2>
 <table><tr><th>External id</th><td>{{ d.end_user.external_id }}</td></tr>
 <tr><th>Name</th><td>{{ d.end_user.display_name }}</td></tr><tr><th>Email</th><td>{{ d.end_user.email }}</td></tr>
-<tr><th>Created</th><td>{{ d.end_user.created_at }}</td></tr>
-<tr><th>Last active</th><td>{{ d.end_user.last_active_at|default:"never" }}</td></tr></table>
+<tr><th>Created</th><td>{{ d.end_user.created_at|date:"j M Y, H:i T" }}</td></tr>
+<tr><th>Last active</th><td>{{ d.end_user.last_active_at|date:"j M Y, H:i T"|default:"never" }}</td></tr></table>
 <h2>Profile</h2>
-{% for v in d.profile_versions %}<h3>Version {{ v.number }} <span class="muted">({{ v.author }}, {{ v.created_at }}
+{% for v in d.profile_versions %}<h3>Version {{ v.number }} <span class="muted">({{ v.author }},
+{{ v.created_at|date:"j M Y, H:i T" }}
 {% if v.locked %}, locked{% endif %})</span></h3><pre>{{ v.text }}</pre>{% empty %}<p>No profile.</p>{% endfor %}
 <h2>Knowledge</h2>
 <table><tr><th>Kind</th><th>Fact</th><th>Pinned</th><th>Locked</th><th>Created</th></tr>
 {% for k in d.knowledge %}<tr><td>{{ k.kind }}</td><td>{{ k.text }}</td><td>{{ k.pinned|yesno }}</td>
-<td>{{ k.locked|yesno }}</td><td>{{ k.created_at }}</td></tr>
+<td>{{ k.locked|yesno }}</td><td>{{ k.created_at|date:"j M Y, H:i T" }}</td></tr>
 {% empty %}<tr><td colspan="5">No knowledge.</td></tr>{% endfor %}</table>
 {% for m in d.memory %}<h2>Memory with {{ m.assistant.name }}</h2>
 <p>{{ m.pages|length }} pages, {{ m.segments|length }} topic segments, {{ m.replies|length }} chat replies.
@@ -254,17 +257,30 @@ The complete, machine-readable data (embeddings included) is in <code>export.jso
 {% for s in m.segments %}<tr><td>{{ s.summary }}</td><td>{{ s.keywords|join:", " }}</td><td>{{ s.n_visit }}</td>
 <td>{{ s.pinned|yesno }}</td></tr>{% empty %}<tr><td colspan="4">None.</td></tr>{% endfor %}</table>
 <h3>Conversation</h3><table><tr><th>When</th><th>You wrote</th><th>The assistant replied</th></tr>
-{% for p in m.pages %}<tr><td>{{ p.at }}</td><td>{{ p.user_message }}</td><td>{{ p.assistant_reply }}</td></tr>
+{% for p in m.pages %}<tr><td>{{ p.at|date:"j M Y, H:i T" }}</td>
+<td>{{ p.user_message }}</td><td>{{ p.assistant_reply }}</td></tr>
 {% empty %}<tr><td colspan="3">No conversation.</td></tr>{% endfor %}</table>{% endfor %}
 <h2>Record of actions on your data</h2>
 <table><tr><th>When</th><th>Who</th><th>Action</th><th>Reason</th></tr>
-{% for a in d.audit %}<tr><td>{{ a.at }}</td><td>{{ a.actor }}{% if a.actor_label %} ({{ a.actor_label }}){% endif %}
+{% for a in d.audit %}<tr><td>{{ a.at|date:"j M Y, H:i T" }}</td>
+<td>{{ a.actor }}{% if a.actor_label %} ({{ a.actor_label }}){% endif %}
 </td><td>{{ a.action }}</td><td>{{ a.reason }}</td></tr>{% empty %}<tr><td colspan="4">None.</td></tr>{% endfor %}
 </table></body></html>
 """
 )
 
 
+def _dates_parsed(value: object, key: str = "") -> object:
+    """`value` with every ISO timestamp under a key named `at` or `*_at` parsed back to a datetime, for display."""
+    if isinstance(value, dict):
+        return {k: _dates_parsed(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_dates_parsed(item, key) for item in value]
+    if isinstance(value, str) and (key == "at" or key.endswith("_at")):
+        return parse_datetime(value) or value
+    return value
+
+
 def export_summary_html(data: dict) -> str:
-    """A readable HTML summary of user_export_data's result (every value escaped)."""
-    return SUMMARY.render(Context({"d": data}))
+    """A readable HTML summary of user_export_data's result (every value escaped, dates written for people)."""
+    return SUMMARY.render(Context({"d": _dates_parsed(data)}))

@@ -67,9 +67,9 @@ def test_the_conversation_shows_each_turn_and_what_each_reply_used(offline, logg
     assert body.count('<details class="memory-used">') == 1
     # the offline reply used what it mentions: not the unrelated imported turn
     assert "Memory used: 1 fact, 1 topic, 1 earlier turn<" in body
-    assert "<li>Alice is vegetarian.</li>" in body
-    assert "<li>Lisbon holiday vegetarian food</li>" in body
-    assert ": you said “Vegetarian food in Lisbon is easy to find.”" in body
+    assert '<li dir="auto">Alice is vegetarian.</li>' in body
+    assert '<li dir="auto">Lisbon holiday vegetarian food</li>' in body
+    assert ': you said “<span dir="auto">Vegetarian food in Lisbon is easy to find.</span>”' in body
     assert "The latest 1 turn of this conversation." not in body
     assert "offline reply" in body
 
@@ -156,6 +156,46 @@ def test_a_double_submit_answers_once(offline, logged_in):
     body = again_htmx.content.decode()
     assert "That message was already answered." in body and 'class="chat-turn"' not in body
     assert Page.objects.count() == 1
+
+
+def test_a_retry_after_a_lost_answer_shows_the_turn_stored_the_first_time(offline, logged_in):
+    post_message(logged_in, "Hello Ava", key="k-1")  # stored, but its answer never reached the page
+
+    retried = logged_in.post(
+        "/chat/ava/send/", {"message": "Hello Ava", "idempotency_key": "k-1", "retry": "1"}, **HTMX
+    )
+
+    body = retried.content.decode()
+    page = Page.objects.get()
+    assert f'id="turn-{page.id}"' in body and "Hello Ava" in body and "already answered" not in body
+    assert key_in(body) != "k-1"  # a fresh form for the next message
+    assert Page.objects.count() == 1
+
+
+def test_the_message_box_is_limited_and_counted_as_the_server_limits_it(settings, logged_in):
+    settings.MEMORY_MESSAGE_MAX_CHARS = 120
+
+    body = logged_in.get("/chat/ava/").content.decode()
+
+    textarea = re.search(r"<textarea[^>]*>", body).group(0)
+    assert 'maxlength="120"' in textarea and 'dir="auto"' in textarea
+    assert 'aria-describedby="composer-count"' in textarea
+    assert 'id="composer-count" data-max="120">Up to 120 characters.' in body
+
+
+def test_every_text_the_user_or_the_assistant_wrote_has_its_own_direction(offline, logged_in, alice, space):
+    builders.knowledge(alice, text="אליס צמחונית.")
+    post_message(logged_in, "שלום אווה")
+
+    chat = logged_in.get("/chat/ava/").content.decode()
+    memory = logged_in.get("/chat/ava/memory/").content.decode()
+
+    assert '<p class="bubble-text" dir="auto">שלום אווה</p>' in chat
+    assert re.search(r'<p class="bubble-text" dir="auto">[^<]+</p>', chat.split("bubble-assistant")[1])
+    assert (
+        '<span dir="auto">שלום אווה</span>' in memory
+        and '<p class="memory-text" dir="auto">אליס צמחונית.</p>' in memory
+    )
 
 
 def test_the_chat_page_costs_the_same_queries_however_long_the_conversation(

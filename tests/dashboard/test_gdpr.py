@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import stat
 import zipfile
 from datetime import timedelta
@@ -16,7 +17,7 @@ from django.utils import timezone
 from memory.models import AuditEntry, EndUser, ErasureReceipt, ExportJob, JobStatus
 from memory.services import gdpr_export
 from memory.services.audit import Actor
-from memory.services.gdpr import user_erase
+from memory.services.gdpr import KEPT_TOMBSTONES, erased_total, user_erase
 from memory.services.gdpr_export import export_build, export_request, exports_expire
 from memory.services.turns import EndUserClosed
 from memory.tasks import export_build_task
@@ -184,6 +185,26 @@ def test_erasing_ends_with_a_receipt_that_stays_listed(client, dpo_user, alice, 
     assert f"/console/acme/receipts/{receipt.pk}/" in listing and "dpo-of-acme" in listing
 
 
+def test_the_receipt_does_not_count_the_kept_audit_tombstones_among_the_rows_erased(
+    client, dpo_user, alice, alice_space
+):
+    client.force_login(dpo_user)
+    client.get(f"/console/acme/users/{alice.pk}/")  # reading her memory is audited: an entry about her to keep
+    client.post(
+        f"/console/acme/users/{alice.pk}/erase/",
+        {"legal_basis": "GDPR Art. 17(1)(b): consent withdrawn", "confirm": "alice"},
+    )
+
+    receipt = ErasureReceipt.objects.get()
+    kept = receipt.counts[KEPT_TOMBSTONES]
+    deleted = sum(n for table, n in receipt.counts.items() if table != KEPT_TOMBSTONES)
+    assert kept > 0 and erased_total(receipt.counts) == deleted
+    body = client.get(f"/console/acme/receipts/{receipt.pk}/").content.decode()
+    assert f"{deleted} rows erased" in body and f"{kept} audit entr" in body and "kept as tombstone" in body
+    listing = client.get("/console/acme/gdpr/").content.decode()
+    assert f'<td class="num">{deleted}</td>' in listing
+
+
 @pytest.mark.parametrize("role_user", ["agent_user", "supervisor_user"])
 def test_gdpr_screens_need_govern(client, request, alice, role_user):
     client.force_login(request.getfixturevalue(role_user))
@@ -234,6 +255,20 @@ def test_the_readable_summary_escapes_what_users_wrote(settings, alice, dpo_user
     html = export_summary_html(user_export_data(end_user=alice))
 
     assert "<script>x()" not in html and "&lt;script&gt;x()" in html
+
+
+def test_the_readable_summary_writes_dates_for_people_not_iso_timestamps(alice, dpo_user):
+    from memory.services.gdpr import user_export_data
+    from memory.services.gdpr_export import export_summary_html
+
+    page = builders.page(builders.space_of(alice), user_message="Hello", assistant_reply="Hi")
+    data = user_export_data(end_user=alice)
+
+    html = export_summary_html(data)
+
+    assert page.at.strftime("%-d %b %Y, %H:%M UTC") in html
+    assert data["generated_at"] not in html and page.at.isoformat() not in html
+    assert not re.search(r"\d{4}-\d{2}-\d{2}T\d{2}:", html)
 
 
 def test_the_link_lives_as_long_as_the_setting_says(settings, alice, dpo_user):

@@ -82,6 +82,28 @@ def test_an_htmx_create_answers_the_form_with_the_secret_and_the_refreshed_list(
     assert "no-store" in response["Cache-Control"] and ApiToken.objects.get().expires_at is None
 
 
+def test_without_javascript_the_secret_is_in_a_readonly_box_and_the_copy_button_stays_hidden(client, admin_user):
+    client.force_login(admin_user)
+
+    body = client.post(NEW, {"name": "helpdesk", "scopes": ["read"]}).content.decode()
+
+    assert re.search(r'<input id="token-secret" class="token-secret" readonly value="mos_[^"]+"', body)
+    assert '<button type="button" class="button button-quiet" data-copy="#token-secret" hidden>Copy</button>' in body
+    assert "js/copy.js" in body
+
+
+def test_the_scopes_are_a_fieldset_of_checkboxes_each_inside_its_label(client, admin_user):
+    client.force_login(admin_user)
+
+    body = client.get(TOKENS).content.decode()
+
+    assert '<fieldset class="field field-choices" aria-describedby="id_scopes_help">' in body
+    assert "<legend>Scopes</legend>" in body
+    assert re.search(
+        r'<label for="id_scopes_0"><input type="checkbox" name="scopes" value="read"[^>]*> read</label>', body
+    )
+
+
 def test_a_revoked_token_is_refused_by_the_api(client, admin_user):
     client.force_login(admin_user)
     secret, _ = _create(client)

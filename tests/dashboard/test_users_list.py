@@ -26,10 +26,23 @@ def test_it_lists_each_user_with_tier_sizes_hottest_heat_and_last_activity(clien
     assert set(rows) == {"alice", "bob"}
     alice = rows["alice"]
     assert (alice.stm_pages, alice.segments, alice.mtm_pages) == (7, 4, 5)
-    assert alice.knowledge_count == 5 and alice.has_profile
+    assert (alice.user_knowledge_count, alice.assistant_knowledge_count) == (5, 0) and alice.has_profile
     assert rows["bob"].stm_pages == 0 and rows["bob"].hottest_heat is None
     body = response.content.decode()
     assert "Alice" in body and "7 pages" in body and "4 segments" in body and "5 facts" in body
+
+
+def test_its_fact_counts_agree_with_the_overview_s_user_knowledge(client, agent_user, alice, alice_space, assistant):
+    builders.knowledge(alice, text="Ava booked a table for two at Tasca.", assistant=assistant)
+    client.force_login(agent_user)
+
+    rows = client.get(URL).context["page"].object_list
+    tiles = client.get("/console/acme/").context["overview"].tiers
+
+    assert sum(row.user_knowledge_count for row in rows) == tiles["User knowledge"] == 5
+    assert sum(row.assistant_knowledge_count for row in rows) == tiles["Assistant knowledge"] == 1
+    body = client.get(URL).content.decode()
+    assert "5 facts" in body and "1 about the assistant" in body
 
 
 def test_the_hottest_heat_in_sql_equals_the_heat_formula(tenant, alice_space):

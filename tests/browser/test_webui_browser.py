@@ -1,0 +1,283 @@
+"""The web UI as people use it, in a real Chromium: on a phone, with a failing network, with the keyboard only, and
+through axe-core's accessibility checks on every page type for every role. Screenshots: var/screenshots/webui-*."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import pytest
+from playwright.sync_api import expect
+
+from memory.models import ApiToken, KnowledgeEntry, Page, Segment
+from tests import builders
+from tests.browser.conftest import log_in
+from tests.conftest import PASSWORD
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PHONE, TABLET, DESKTOP = 390, 768, 1280
+
+
+def _no_capture(execute: bool = True):
+    """With a transactional live server, on-commit callbacks run by themselves."""
+    return nullcontext()
+
+
+@pytest.fixture
+def memory(settings, tenant, assistant, alice, bob, agent_user, supervisor_user, dpo_user, admin_user):
+    """Acme offline, with Alice's memory in every tier (and Bob's, smaller), and an operator of each role."""
+    settings.LLM_BASE_URL = ""
+    builders.conversations(alice, assistant, capture=_no_capture)
+    builders.conversations(bob, assistant, capture=_no_capture, rounds=1, promote=False)
+    return alice
+
+
+@pytest.fixture
+def new_tab(chromium, live_server):
+    """Open tabs of their own (cookies, viewport) on the one browser and the one live server; all closed after.
+
+    Fails the test if the browser reports anything the Content-Security-Policy blocked (an inline handler, say).
+    """
+    contexts = []
+    blocked: list[str] = []
+
+    def open_tab(width: int = DESKTOP):
+        context = chromium.new_context(base_url=live_server.url, viewport={"width": width, "height": 844})
+        context.set_default_timeout(15_000)
+        contexts.append(context)
+        tab = context.new_page()
+        tab.on("console", lambda m: blocked.append(m.text) if "Content Security Policy" in m.text else None)
+        return tab
+
+    yield open_tab
+    for context in contexts:
+        context.close()
+    assert blocked == [], blocked
+
+
+def page_width(tab) -> int:
+    return tab.evaluate("document.documentElement.scrollWidth")
+
+
+def serious_violations(tab) -> list[str]:
+    """axe-core's serious and critical violations on the page, one line each (rule, impact, first target)."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(tab)
+    return [
+        f"{tab.url}: {v['id']} ({v['impact']}) at {v['nodes'][0]['target']}: {v['help']}"
+        for v in results.response["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def console_paths(alice) -> dict[str, str]:
+    """One URL per console page type (which answer 403 depends on the role)."""
+    segment = Segment.objects.filter(space__end_user=alice).first()
+    page = Page.objects.filter(space__end_user=alice).first()
+    fact = KnowledgeEntry.objects.filter(end_user=alice).first()
+    return {
+        "home": "/",
+        "overview": "/console/acme/",
+        "users": "/console/acme/users/",
+        "user": f"/console/acme/users/{alice.pk}/",
+        "segment": f"/console/acme/segments/{segment.pk}/",
+        "page": f"/console/acme/pages/{page.pk}/",
+        "knowledge": f"/console/acme/knowledge/{fact.pk}/",
+        "audit": "/console/acme/audit/",
+        "gdpr": "/console/acme/gdpr/",
+        "tokens": "/console/acme/tokens/",
+    }
+
+
+def test_the_chat_fits_a_phone_and_a_failed_send_is_retried_and_stored_once(memory, new_tab, screenshot):
+    tab = new_tab(PHONE)
+    log_in(tab, "alice", PASSWORD)
+    tab.goto("/chat/ava/")
+    assert page_width(tab) <= PHONE
+
+    # the account menu folds behind a toggle that opens with the keyboard
+    assert not tab.locator(".user-menu").is_visible()
+    tab.focus(".site-menu-toggle summary")
+    tab.keyboard.press("Enter")
+    expect(tab.locator(".user-menu button", has_text="Log out")).to_be_visible()
+    assert page_width(tab) <= PHONE
+    tab.keyboard.press("Enter")
+
+    box = tab.locator("#composer textarea")
+    assert box.get_attribute("maxlength") == "8000"
+    box.fill("I moved to Porto last month.")
+    expect(tab.locator("#composer-count")).to_have_text("28 / 8,000 characters")
+
+    # the pending reply shows above the message box, not behind it
+    held = []
+    tab.route("**/chat/ava/send/", lambda route: held.append(route))
+    tab.keyboard.press("Enter")  # focus is in the box: Enter sends
+    tab.wait_for_selector("#turn-pending .bubble-typing")
+    typing = tab.locator("#turn-pending .bubble-typing").bounding_box()
+    composer = tab.locator("#composer .composer-row").bounding_box()
+    assert typing["y"] + typing["height"] <= composer["y"]
+    screenshot(tab, "webui-chat-pending-phone")
+
+    # the connection fails: the message stays with an error and a Retry button; nothing is stored
+    held.pop().abort()
+    retry = tab.locator("#turn-pending .send-error button", has_text="Retry")
+    expect(retry).to_be_visible()
+    assert "the connection failed" in tab.locator("#turn-pending .send-error").inner_text()
+    assert Page.objects.filter(space__end_user=memory, user_message="I moved to Porto last month.").count() == 0
+    assert page_width(tab) <= PHONE
+    screenshot(tab, "webui-chat-failed-phone")
+
+    tab.unroute("**/chat/ava/send/")
+    retry.click()
+    last = tab.locator("#conversation > li.chat-turn:not(.chat-turn-pending)").last
+    expect(last.locator(".bubble-user")).to_contain_text("I moved to Porto last month.")
+    expect(tab.locator("#turn-pending")).to_have_count(0)
+    assert Page.objects.filter(space__end_user=memory, user_message="I moved to Porto last month.").count() == 1
+    assert last.locator(".bubble-text").first.get_attribute("dir") == "auto"
+    expect(tab.locator("#composer-count")).to_have_text("0 / 8,000 characters")
+    assert page_width(tab) <= PHONE
+    screenshot(tab, "webui-chat-phone")
+
+    tab.goto("/chat/ava/memory/")
+    assert page_width(tab) <= PHONE
+    for name in ("Pause memory", "Download my memory (JSON)"):
+        button = tab.locator("button", has_text=name).bounding_box()
+        assert button["x"] >= 0 and button["x"] + button["width"] <= PHONE
+    screenshot(tab, "webui-memory-phone")
+
+    # "Keep it" closes the question in place (no page load) and gives the focus back to its Delete button
+    tab.evaluate("window.stillTheSamePage = true")
+    delete = tab.locator("#turns-title + p + ul > li").first.locator("a[data-forget]")
+    delete.click()
+    keep = tab.locator(".forget-confirm a", has_text="Keep it")
+    expect(keep).to_be_visible()
+    keep.click()
+    expect(tab.locator(".forget-confirm")).to_have_count(0)
+    assert tab.evaluate("window.stillTheSamePage") is True
+    assert delete.evaluate("element => element === document.activeElement")
+
+
+def test_a_retry_of_a_send_whose_answer_was_lost_shows_the_turn_stored_the_first_time(memory, new_tab):
+    tab = new_tab(DESKTOP)
+    log_in(tab, "alice", PASSWORD)
+    tab.goto("/chat/ava/")
+
+    # a server error: the message stays, with the status and Retry
+    tab.route("**/chat/ava/send/", lambda route: route.fulfill(status=502, body="Bad gateway"))
+    tab.fill("#composer textarea", "Book me a table at Tasca.")
+    tab.click("#composer button[type=submit]")
+    retry = tab.locator("#turn-pending .send-error button", has_text="Retry")
+    expect(retry).to_be_visible()
+    assert "the server answered with an error (502)" in tab.locator("#turn-pending .send-error").inner_text()
+    tab.unroute("**/chat/ava/send/")
+
+    # the server stores the turn, but its answer never reaches the page
+    tab.route("**/chat/ava/send/", lambda route: (route.fetch(), route.abort()))
+    retry.click()
+    expect(tab.locator("#turn-pending .send-error", has_text="the connection failed")).to_be_visible()
+    assert Page.objects.filter(space__end_user=memory, user_message="Book me a table at Tasca.").count() == 1
+
+    tab.unroute("**/chat/ava/send/")
+    retry.click()
+
+    expect(tab.locator("#conversation .bubble-user", has_text="Book me a table at Tasca.")).to_have_count(1)
+    expect(tab.locator("#turn-pending")).to_have_count(0)
+    assert Page.objects.filter(space__end_user=memory, user_message="Book me a table at Tasca.").count() == 1
+
+
+def test_an_admin_creates_a_token_with_inline_scopes_and_copies_it(memory, new_tab, screenshot):
+    tab = new_tab(DESKTOP)
+    tab.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    log_in(tab, "admin-of-acme", PASSWORD)
+    tab.goto("/console/acme/tokens/")
+
+    for scope in ("read", "write"):
+        box = tab.locator(f".checkbox-list label:has-text('{scope}') input").bounding_box()
+        label = tab.locator(".checkbox-list label", has_text=scope).bounding_box()
+        assert abs((box["y"] + box["height"] / 2) - (label["y"] + label["height"] / 2)) < 4  # side by side
+    tab.fill("#id_name", "helpdesk")
+    tab.check(".checkbox-list label:has-text('read') input")
+    tab.click("#token-create button[type=submit]")
+
+    copy = tab.locator("#token-create button", has_text="Copy")
+    expect(copy).to_be_visible()
+    secret = tab.locator("#token-secret").input_value()
+    assert secret.startswith("mos_") and tab.locator("#token-secret").get_attribute("readonly") is not None
+    copy.click()
+    expect(tab.locator(".copy-status")).to_have_text("Copied.")
+    assert tab.evaluate("navigator.clipboard.readText()") == secret
+    assert ApiToken.objects.get(name="helpdesk").scopes == ["read"]
+    screenshot(tab, "webui-token-copied")
+
+
+def test_console_actions_work_with_the_keyboard_alone_and_show_where_the_focus_is(memory, new_tab):
+    tab = new_tab(DESKTOP)
+    log_in(tab, "supervisor-of-acme", PASSWORD)
+    tab.goto(f"/console/acme/users/{memory.pk}/")
+
+    tab.keyboard.press("Tab")
+    assert tab.evaluate("document.activeElement.textContent") == "Skip to the content"
+    outline = tab.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none"  # a visible focus ring
+
+    pin = tab.locator("#lpm [data-action=pin]").first
+    fact = KnowledgeEntry.objects.filter(end_user=memory, pinned=False).count()
+    for _ in range(200):  # Tab until the first Pin button has the focus
+        tab.keyboard.press("Tab")
+        if pin.evaluate("element => element === document.activeElement"):
+            break
+    else:
+        pytest.fail("the Pin button cannot be reached with Tab")
+    assert pin.evaluate("element => element.matches(':focus-visible')")
+    tab.keyboard.press("Enter")
+    reason = tab.locator(".modal textarea[name=reason]")
+    expect(reason).to_be_focused()  # the dialog takes the focus
+    tab.keyboard.press("Escape")  # and Escape closes it, giving the focus back
+    expect(reason).to_have_count(0)
+    assert pin.evaluate("element => element === document.activeElement")
+    tab.keyboard.press("Enter")
+    expect(reason).to_be_focused()
+    tab.keyboard.type("Asked on the phone")
+    tab.keyboard.press("Tab")
+    with tab.expect_navigation():
+        tab.keyboard.press("Enter")
+    assert KnowledgeEntry.objects.filter(end_user=memory, pinned=False).count() == fact - 1
+
+
+def test_every_page_type_fits_each_screen_and_passes_axe_for_every_role(memory, new_tab, screenshot):
+    paths = console_paths(memory)
+    violations: list[str] = []
+    too_wide: list[str] = []
+
+    def check(tab, path: str, shot: str = "") -> None:
+        for width in (PHONE, TABLET, DESKTOP):
+            tab.set_viewport_size({"width": width, "height": 844})
+            if page_width(tab) > width:
+                too_wide.append(f"{path} is {page_width(tab)} px wide at {width} px")
+            if shot and width == PHONE:
+                screenshot(tab, f"webui-{shot}-phone")
+        violations.extend(serious_violations(tab))
+
+    tab = new_tab(DESKTOP)
+    tab.goto("/accounts/login/")
+    check(tab, "/accounts/login/")
+    log_in(tab, "alice", PASSWORD)
+    for path in ("/chat/ava/", "/chat/ava/memory/"):
+        tab.goto(path)
+        check(tab, path)
+
+    statuses = {}
+    for username in ("agent-of-acme", "supervisor-of-acme", "dpo-of-acme", "admin-of-acme"):
+        tab = new_tab(DESKTOP)
+        log_in(tab, username, PASSWORD)
+        for name, path in paths.items():
+            response = tab.goto(path)
+            statuses[username, name] = response.status
+            shots = {("agent-of-acme", "audit"): "403", ("admin-of-acme", "users"): "users"}
+            check(tab, path, shots.get((username, name), ""))
+
+    assert statuses["agent-of-acme", "audit"] == statuses["dpo-of-acme", "tokens"] == 403  # the 403 page, too
+    assert statuses["admin-of-acme", "tokens"] == statuses["dpo-of-acme", "gdpr"] == 200
+    assert too_wide == []
+    assert violations == []
