@@ -22,6 +22,7 @@ from memory.models.tiers import PageSource, ReplySource
 from memory.retrieval import RetrievalResult, retrieve
 from memory.services.audit import Actor
 from memory.services.governance import reply_memory_record
+from memory.services.personal_data import prompt_redactor
 from memory.services.replies import chat_reply_claim, chat_reply_complete, chat_reply_fail
 from memory.services.turns import InvalidTurn, end_user_closed_check, space_get_or_create, turn_record
 from memory.step_types import Usage
@@ -102,7 +103,7 @@ def reply_generate(
     """Answer `message` from memory and store the turn; a second submit with the same key answers nothing new.
 
     Steps: claim the reply by (space, key), retrieve (recording segment visits unless memory is paused), build the
-    prompt within CHAT_PROMPT_TOKEN_BUDGET, generate (one LLM call, or the offline reply), then in one transaction
+    prompt within CHAT_PROMPT_TOKEN_BUDGET (the tenant's mask-in-prompts data masked), generate (one LLM call, or the offline reply), then in one transaction
     record the turn, complete the reply and audit the memory it used. An LLM failure marks the reply failed with
     its reason and stores no page; the same key may then be sent again. Raises InvalidMessage for a bad message
     InvalidTurn when the user and assistant belong to different tenants, and EndUserClosed when the end user is
@@ -123,9 +124,16 @@ def reply_generate(
     now = now or timezone.now()
     mode = "llm" if llm_configured() else "offline"
     try:
-        retrieval = retrieve(space=space, query=message, record_visits=not space.paused, now=now)
+        # the tenant's mask-in-prompts (and do-not-store) data reaches neither the model nor the embedder
+        mask = prompt_redactor(tenant=end_user.tenant_id)
+        retrieval = retrieve(space=space, query=mask(message), record_visits=not space.paused, now=now)
         prompt = prompt_build(
-            assistant=assistant, retrieval=retrieval, message=message, now=now, budget=settings.CHAT_PROMPT_TOKEN_BUDGET
+            assistant=assistant,
+            retrieval=retrieval,
+            message=message,
+            now=now,
+            budget=settings.CHAT_PROMPT_TOKEN_BUDGET,
+            mask=mask if mask else None,
         )
         generated = _generate(prompt, retrieval, mode, now)
         page_text = _store(space, reply, message, generated, retrieval, prompt, actor or Actor.end_user(end_user), now)
@@ -204,4 +212,4 @@ def _store(
             )
     except InvalidTurn as exc:
         raise _Failed(f"the reply could not be stored: {exc}", generated.usage) from exc
-    return generated.text
+    return recorded.page.assistant_reply  # as stored: without the data the tenant's policy says not to store

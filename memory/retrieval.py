@@ -27,7 +27,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from memory.heat import f_score, jaccard
-from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
+from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, ReviewState, Segment
 from memory.models.tiers import KnowledgeKind, Tier
 from memory.services.embedding_state import embedder_for_store
 from memory.services.heat_samples import segment_visits_record
@@ -220,7 +220,7 @@ def retrieve(
     config = config or retrieval_config()
     result = RetrievalResult(query=query, query_keywords=extract_keywords(query))
     result.short_term = list(Page.objects.filter(space=space, tier=Tier.SHORT_TERM).without_vectors().order_by("seq"))
-    result.profile = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number").first()
+    result.profile = profile_for_prompts(end_user_id=space.end_user_id)
     if result.profile is not None and result.profile.stale:
         result.profile = None  # derived from forgotten or corrected memory: withheld until the worker re-derives it
     _retrieve_pinned(space, result)
@@ -236,6 +236,15 @@ def retrieve(
         if record_visits:
             result.visited_segment_ids = segment_visits_record(segment_ids=_relevant_segments(result), now=now)
     return result
+
+
+def profile_for_prompts(*, end_user_id: int) -> ProfileVersion | None:
+    """The newest profile version a reviewer has approved (or that needed no review): the one prompts may use.
+
+    Versions awaiting review or rejected never reach a prompt; the one before them stays in use meanwhile.
+    """
+    versions = ProfileVersion.objects.filter(end_user_id=end_user_id, review_state=ReviewState.APPROVED)
+    return versions.order_by("-number").first()
 
 
 def _relevant_segments(result: RetrievalResult) -> set[int]:
@@ -474,8 +483,9 @@ def _fuse_neighbours(
 
 def _retrieve_knowledge(space: MemorySpace, vector: np.ndarray, result: RetrievalResult) -> None:
     limit = settings.MEMORY_RETRIEVE_KNOWLEDGE
-    user = KnowledgeEntry.objects.filter(end_user_id=space.end_user_id, kind=KnowledgeKind.USER)
-    assistant = KnowledgeEntry.objects.filter(
+    approved = KnowledgeEntry.objects.filter(review_state=ReviewState.APPROVED)  # pending or rejected: never
+    user = approved.filter(end_user_id=space.end_user_id, kind=KnowledgeKind.USER)
+    assistant = approved.filter(
         end_user_id=space.end_user_id, assistant_id=space.assistant_id, kind=KnowledgeKind.ASSISTANT
     )
     for queryset, target in ((user, result.user_knowledge), (assistant, result.assistant_knowledge)):
@@ -488,7 +498,7 @@ def _retrieve_pinned(space: MemorySpace, result: RetrievalResult) -> None:
     result.pinned_pages = list(Page.objects.filter(space=space, pinned=True).without_vectors().order_by("seq"))
     result.pinned_segments = list(Segment.objects.filter(space=space, pinned=True).without_vectors().order_by("id"))
     result.pinned_knowledge = list(
-        KnowledgeEntry.objects.filter(end_user_id=space.end_user_id, pinned=True)
+        KnowledgeEntry.objects.filter(end_user_id=space.end_user_id, pinned=True, review_state=ReviewState.APPROVED)
         .filter(Q(kind=KnowledgeKind.USER) | Q(assistant_id=space.assistant_id))
         .without_vectors()
         .order_by("id")

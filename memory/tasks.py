@@ -10,6 +10,7 @@ from memory.embeddings import EmbeddingUnavailable
 from memory.services.forgetting import profile_rederive
 from memory.services.gdpr_export import export_build, exports_expire
 from memory.services.jobs import RETRY_DELAYS, jobs_requeue
+from memory.services.personal_data import personal_data_rescan
 from memory.services.promotion import segment_promote
 from memory.services.updating import pages_place
 from memory.step_types import StepFailed
@@ -71,3 +72,9 @@ def profile_rederive_task(self, end_user_id: int) -> None:
         profile_rederive(end_user_id=end_user_id)
     except StepFailed as exc:
         _retry_later(self, exc)
+
+
+@shared_task(acks_late=True)
+def personal_data_rescan_task(scan_id: int) -> None:
+    """Re-scan a tenant's stored memory under its personal-data policy (a scan already claimed is skipped)."""
+    personal_data_rescan(scan_id=scan_id)

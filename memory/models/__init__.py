@@ -13,6 +13,14 @@ from memory.models.integration import (
     JobStatus,
     ReplyStatus,
 )
+from memory.models.privacy import (
+    PersonalDataAction,
+    PersonalDataPolicy,
+    PersonalDataScan,
+    ReviewMode,
+    ReviewState,
+    ScanStatus,
+)
 from memory.models.tenancy import Assistant, EndUser, Membership, MemorySpace, Role, Tenant
 from memory.models.tiers import HeatSample, KnowledgeEntry, Page, ProfileVersion, Segment
 
@@ -36,9 +44,15 @@ __all__ = [
     "MemoryEvent",
     "MemorySpace",
     "Page",
+    "PersonalDataAction",
+    "PersonalDataPolicy",
+    "PersonalDataScan",
     "ProfileVersion",
     "ReplyStatus",
+    "ReviewMode",
+    "ReviewState",
     "Role",
+    "ScanStatus",
     "Segment",
     "Tenant",
 ]
