@@ -103,11 +103,11 @@ def reply_generate(
     """Answer `message` from memory and store the turn; a second submit with the same key answers nothing new.
 
     Steps: claim the reply by (space, key), retrieve (recording segment visits unless memory is paused), build the
-    prompt within CHAT_PROMPT_TOKEN_BUDGET (the tenant's mask-in-prompts data masked), generate (one LLM call, or the offline reply), then in one transaction
-    record the turn, complete the reply and audit the memory it used. An LLM failure marks the reply failed with
-    its reason and stores no page; the same key may then be sent again. Raises InvalidMessage for a bad message
-    InvalidTurn when the user and assistant belong to different tenants, and EndUserClosed when the end user is
-    deactivated or erased while the reply is made (nothing of it is kept then).
+    prompt within CHAT_PROMPT_TOKEN_BUDGET (the tenant's mask-in-prompts data masked), generate (one LLM call, or
+    the offline reply), then in one transaction record the turn, complete the reply and audit the memory it used.
+    An LLM failure marks the reply failed with its reason and stores no page; the same key may then be sent again.
+    Raises InvalidMessage for a bad message, InvalidTurn when the user and assistant belong to different tenants,
+    and EndUserClosed when the end user is deactivated or erased while the reply is made (nothing of it is kept).
     """
     message, idempotency_key = message_check(message), _key_check(idempotency_key)
     if not (end_user.is_active and assistant.is_active):
