@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from dashboard.views import actions, audit, gdpr, home, items, overview, tokens, users
+from dashboard.views import actions, audit, gdpr, home, items, overview, personal_data, review, tokens, users
 
 console = [
     path("", overview.overview, name="overview"),
@@ -25,6 +25,12 @@ console = [
     path("exports/<int:job_id>/", gdpr.export_job, name="export"),
     path("exports/<int:job_id>/download/<str:token>/", gdpr.export_download, name="export_download"),
     path("receipts/<int:receipt_id>/", gdpr.receipt, name="receipt"),
+    path("personal-data/", personal_data.policy, name="personal_data"),
+    path("personal-data/scans/", personal_data.scan_start, name="personal_data_scan_start"),
+    path("personal-data/scans/<int:scan_id>/", personal_data.scan, name="personal_data_scan"),
+    path("users/<int:end_user_id>/reveal/", personal_data.reveal, name="reveal"),
+    path("review/", review.review_queue, name="review"),
+    path("review/<str:kind>/<int:item_id>/", review.review_decide, name="review_decide"),
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/new/", tokens.token_create, name="token_create"),
     path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),

@@ -83,3 +83,9 @@ def target_label(target_type: str) -> str:
 def lookup(mapping: dict, key) -> object:
     """mapping[key], or "" when absent: templates cannot index a dict by a variable."""
     return mapping.get(key, "")
+
+
+@register.filter
+def masked(text: str, console) -> str:
+    """`text` as this operator may see it: the tenant's mask-in-console personal data masked, unless revealed."""
+    return console.mask(text) if console is not None else text
