@@ -60,6 +60,11 @@ class Console:
         return self.masker(text or "")
 
     @property
+    def masks_anything(self) -> bool:
+        """Whether the policy masks any category in the console (and this view is not a reveal)."""
+        return bool(self.masker)
+
+    @property
     def can_reveal(self) -> bool:
         """Reveal masked personal data (with a reason, audited), edit the policy and review memory: govern."""
         return role_grants(self.role, Permission.GOVERN)
