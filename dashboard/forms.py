@@ -132,7 +132,8 @@ class PersonalDataPolicyForm(ReasonForm):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         categories = {c: forms.ChoiceField(choices=PersonalDataAction.choices, label=LABELS[c]) for c in CATEGORIES}
-        self.fields = {**categories, **self.fields}
+        reason = self.fields.pop("reason")
+        self.fields = {**categories, **self.fields, "reason": reason}
 
     def clean_government_id_patterns(self) -> list[str]:
         return [line.strip() for line in self.cleaned_data["government_id_patterns"].splitlines() if line.strip()]
