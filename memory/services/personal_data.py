@@ -35,6 +35,7 @@ from memory.models.privacy import ReviewMode, ReviewState
 from memory.personal_data import CATEGORIES, Detector, InvalidPattern, government_id_patterns_check
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
+from memory.text import text_hash
 
 POLICY_FIELDS = (*CATEGORIES, "phone_region", "government_id_patterns", "review_mode", "review_keywords")
 SCAN_BATCH = 200
@@ -333,8 +334,6 @@ def _row_save(name: str, row, columns: list[str]) -> None:
         row.keywords = _keywords_kept(row)
         update["keywords"] = None
     if name == "knowledge":
-        from memory.services.promotion import text_hash
-
         row.text_hash = text_hash(row.text)
         row.embedding = embedder.embed([row.text])[0] if row.embedding is not None else None
         update.update(text_hash=None, embedding=None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -32,6 +31,7 @@ from memory.services.personal_data import personal_data_policy_get, redactor_for
 from memory.services.updating import page_turn_text, space_updating_lock
 from memory.step_types import MemorySteps, StepFailed, TurnText
 from memory.steps import get_steps
+from memory.text import text_hash
 
 
 @dataclass
@@ -42,11 +42,6 @@ class PromotionReport:
     knowledge_ids: list[int] = field(default_factory=list)
     dropped_knowledge_ids: list[int] = field(default_factory=list)
     analysed_page_ids: list[int] = field(default_factory=list)
-
-
-def text_hash(text: str) -> str:
-    """The identity of a fact's text for duplicate detection (whitespace- and case-insensitive)."""
-    return hashlib.sha256(" ".join(text.lower().split()).encode()).hexdigest()
 
 
 def segment_promote(*, segment_id: int, now: datetime | None = None) -> PromotionReport:
