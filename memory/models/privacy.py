@@ -93,10 +93,10 @@ class PersonalDataScan(models.Model):
     scanned = models.IntegerField(default=0)
     redacted = models.IntegerField(default=0)  # rows whose text changed
     found = models.JSONField(default=dict, blank=True)  # category -> values redacted
-    last_id = models.JSONField(default=dict, blank=True)  # table -> the last id done: a rerun resumes there
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    progressed_at = models.DateTimeField(null=True, blank=True)  # the last batch done: a scan silent too long died
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import lru_cache
 
+from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from memory.models import (
@@ -215,9 +217,20 @@ def personal_data_reveal_record(
 
 @transaction.atomic
 def personal_data_scan_start(*, tenant: Tenant, actor: Actor, request_id: str = "") -> PersonalDataScan:
-    """Queue a re-scan of the tenant's stored memory (one at a time: an unfinished scan is returned instead)."""
+    """Queue a re-scan of the tenant's stored memory, one at a time: an unfinished scan is returned instead.
+
+    A scan that made no progress (or never started) for longer than a task may run (CELERY_TASK_TIME_LIMIT) lost
+    its worker or its message: it is marked failed, saying so, and a new one is queued (redacting is idempotent,
+    so it starts over safely; a late delivery of the old one finds it failed and does nothing).
+    """
     Tenant.objects.select_for_update().filter(pk=tenant.pk).first()
     unfinished = PersonalDataScan.objects.filter(tenant=tenant, status__in=[ScanStatus.QUEUED, ScanStatus.RUNNING])
+    silent_since = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+    silent = Q(status=ScanStatus.RUNNING, progressed_at__lt=silent_since)
+    silent |= Q(status=ScanStatus.QUEUED, created_at__lt=silent_since)  # its message was lost: it never started
+    unfinished.filter(silent).update(
+        status=ScanStatus.FAILED, error="its worker stopped; a new scan was queued", finished_at=timezone.now()
+    )
     scan = unfinished.order_by("-created_at").first()
     if scan is not None:
         return scan
@@ -260,8 +273,9 @@ def personal_data_rescan(*, scan_id: int) -> PersonalDataScan | None:
     None), and redacting redacted text changes nothing. The audit trail is not rewritten: its entries are
     hash-chained evidence (an edit's before and after were already redacted when written under the policy).
     """
+    now = timezone.now()
     claimed = PersonalDataScan.objects.filter(pk=scan_id, status=ScanStatus.QUEUED).update(
-        status=ScanStatus.RUNNING, started_at=timezone.now()
+        status=ScanStatus.RUNNING, started_at=now, progressed_at=now
     )
     if not claimed:
         return None
@@ -291,16 +305,15 @@ def _scan_table(scan: PersonalDataScan, name: str, rows, columns: list[str], red
             return
         last_id = batch[-1].pk
         with transaction.atomic():
-            changed = [row for row in batch if _redact_row(row, columns, redact, found)]
-            for row in changed:
-                _row_save(name, row, columns)
+            said = [(row, {c: getattr(row, c) for c in columns}) for row in batch]
+            changed = [(row, before) for row, before in said if _redact_row(row, columns, redact, found)]
+            redacted = sum(_row_save(name, row, before) for row, before in changed)
             PersonalDataScan.objects.filter(pk=scan.pk).update(
                 scanned=F("scanned") + len(batch),
-                redacted=F("redacted") + len(changed),
-                last_id={**scan.last_id, name: last_id},
+                redacted=F("redacted") + redacted,
                 found=dict(found),
+                progressed_at=timezone.now(),
             )
-            scan.last_id = {**scan.last_id, name: last_id}
 
 
 def _redact_row(row, columns: list[str], redact: Redactor, found: Counter) -> bool:
@@ -317,10 +330,14 @@ def _redact_row(row, columns: list[str], redact: Redactor, found: Counter) -> bo
     return changed
 
 
-def _row_save(name: str, row, columns: list[str]) -> None:
-    """Write a redacted row and whatever was derived from its old text (vectors, keywords, a fact's hash)."""
+def _row_save(name: str, row, before: dict[str, str]) -> int:
+    """Write a redacted row and whatever was derived from its old text (vectors, keywords, a fact's hash).
+
+    Only if its texts are still those read (`before`): a row edited meanwhile was written by a path that redacts
+    under the policy already, and is not overwritten with older text. Returns the rows written (0 or 1).
+    """
     embedder = embedder_for_store()
-    update = dict.fromkeys(columns)
+    update = dict.fromkeys(before)
     if name == "page" and row.embedding is not None:
         row.embedding = embedder.embed([row.memory_text])[0]
         update["embedding"] = None
@@ -337,7 +354,8 @@ def _row_save(name: str, row, columns: list[str]) -> None:
         row.text_hash = text_hash(row.text)
         row.embedding = embedder.embed([row.text])[0] if row.embedding is not None else None
         update.update(text_hash=None, embedding=None)
-    type(row).objects.filter(pk=row.pk).update(**{field: getattr(row, field) for field in update})
+    unchanged = type(row).objects.filter(pk=row.pk, **before)
+    return unchanged.update(**{field: getattr(row, field) for field in update})
 
 
 def _keywords_kept(row) -> list[str]:

@@ -3,9 +3,20 @@ audited; a re-scan applies a new policy to what is already stored."""
 
 from __future__ import annotations
 
-import pytest
+from datetime import timedelta
 
-from memory.models import AuditEntry, KnowledgeEntry, Page, PersonalDataPolicy, ProfileVersion, ScanStatus
+import pytest
+from django.utils import timezone
+
+from memory.models import (
+    AuditEntry,
+    KnowledgeEntry,
+    Page,
+    PersonalDataPolicy,
+    PersonalDataScan,
+    ProfileVersion,
+    ScanStatus,
+)
 from memory.services.audit import Actor
 from memory.services.governance import knowledge_update, profile_edit, segment_update
 from memory.services.personal_data import (
@@ -135,3 +146,14 @@ def test_only_one_rescan_of_a_tenant_is_queued_at_a_time(tenant):
     first = personal_data_scan_start(tenant=tenant, actor=OPERATOR)
 
     assert personal_data_scan_start(tenant=tenant, actor=OPERATOR) == first
+
+
+def test_a_scan_silent_for_longer_than_a_task_may_run_is_failed_and_replaced(tenant, settings):
+    long_ago = timezone.now() - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT + 1)
+    dead = PersonalDataScan.objects.create(tenant=tenant, status=ScanStatus.RUNNING, progressed_at=long_ago)
+
+    fresh = personal_data_scan_start(tenant=tenant, actor=OPERATOR)
+
+    dead.refresh_from_db()
+    assert fresh != dead and dead.status == ScanStatus.FAILED and "worker stopped" in dead.error
+    assert personal_data_rescan(scan_id=dead.pk) is None  # a late delivery does nothing
