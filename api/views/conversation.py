@@ -23,6 +23,7 @@ from memory.retrieval import RetrievalResult, retrieve
 from memory.selectors.people import assistant_get, end_user_get
 from memory.services.gdpr import end_user_for_turn
 from memory.services.governance import memory_read_record
+from memory.services.personal_data import prompt_redactor
 from memory.services.turns import InvalidTurn, end_user_closed_check, space_get_or_create, turn_record
 
 
@@ -137,13 +138,16 @@ class RetrieveView(ApiView):
 
 
 def _prompt(space: MemorySpace, result: RetrievalResult) -> str:
-    """The prompt the chat would send for this query: its system message (instructions + memory), then the query."""
+    """The prompt the chat would send for this query: its system message (instructions + memory), then the query,
+    with the tenant's mask-in-prompts personal data masked as the chat masks it."""
+    mask = prompt_redactor(tenant=space.tenant_id)
     prompt = prompt_build(
         assistant=space.assistant,
         retrieval=result,
         message=result.query,
         now=timezone.now(),
         budget=settings.CHAT_PROMPT_TOKEN_BUDGET,
+        mask=mask if mask else None,
     )
     return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in prompt.messages())
 

@@ -167,3 +167,12 @@ def test_the_user_page_takes_no_query_for_the_policy(
         client.get(f"/console/acme/users/{alice.pk}/")
 
     assert not [q for q in queries.captured_queries if 'FROM "memory_personaldatapolicy"' in q["sql"]]
+
+
+def test_the_context_preview_shows_the_prompt_as_the_model_gets_it(client, tenant, dpo_user, alice, remembered):
+    builders.personal_data_policy(tenant, email="mask_prompts")
+    client.force_login(dpo_user)
+
+    body = client.get(f"/console/acme/users/{alice.pk}/preview/", {"q": "what is my email"}).content.decode()
+
+    assert "[email]" in body and EMAIL not in body

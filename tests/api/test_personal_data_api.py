@@ -1,0 +1,34 @@
+"""The API under a personal-data policy: the prompt it assembles masks what the model must not see; a turn sent
+through it is stored redacted."""
+
+from __future__ import annotations
+
+from memory.models import Page
+from tests import builders
+
+EMAIL = "ann.lee@example.co.uk"
+
+
+def test_the_assembled_prompt_masks_mask_in_prompts_data(api, memory, tenant):
+    builders.personal_data_policy(tenant, email="mask_prompts")
+
+    body = api.post(
+        "/api/v1/retrieve/",
+        {"user": "alice", "assistant": "ava", "query": f"Is {EMAIL} my address?", "include_prompt": True},
+        format="json",
+    ).json()
+
+    assert EMAIL not in body["prompt"] and body["prompt"].rstrip().endswith("Is [email] my address?")
+
+
+def test_a_turn_recorded_through_the_api_is_stored_redacted(api, memory, tenant):
+    builders.personal_data_policy(tenant, email="do_not_store")
+
+    response = api.post(
+        "/api/v1/turns/",
+        {"user": "alice", "assistant": "ava", "user_message": f"Mail {EMAIL}", "assistant_reply": "Will do."},
+        format="json",
+    )
+
+    assert response.status_code == 201
+    assert Page.objects.get(pk=response.json()["page_id"]).user_message == "Mail [email]"
