@@ -32,3 +32,11 @@ def test_a_turn_recorded_through_the_api_is_stored_redacted(api, memory, tenant)
 
     assert response.status_code == 201
     assert Page.objects.get(pk=response.json()["page_id"]).user_message == "Mail [email]"
+
+
+def test_facts_and_profile_versions_say_where_they_stand_in_review(api, memory):
+    knowledge = api.get(f"/api/v1/knowledge/{memory.knowledge.pk}/").json()
+    versions = api.get("/api/v1/profile-versions/").json()["results"]
+
+    assert knowledge["review_state"] == "approved"
+    assert {v["review_state"] for v in versions} == {"approved"}
