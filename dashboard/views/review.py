@@ -18,6 +18,8 @@ from memory.services.governance import GovernanceError
 from memory.services.review import knowledge_review, profile_version_review
 from memory.services.turns import EndUserClosed
 
+SHOWN = 100  # the oldest pending items of each kind; the page says how many more wait
+
 REVIEWS = {
     "knowledge": (knowledge_get, knowledge_review, "entry"),
     "profile": (profile_version_get, profile_version_review, "version"),
@@ -28,10 +30,14 @@ REVIEWS = {
 @login_required
 def review_queue(request: HttpRequest, slug: str) -> HttpResponse:
     console = console_or_404(request, slug, Permission.GOVERN)
+    facts, profiles = pending_knowledge_list(tenant=console.tenant), pending_profile_version_list(tenant=console.tenant)
     context = {
         "console": console,
-        "facts": list(pending_knowledge_list(tenant=console.tenant)),
-        "profiles": list(pending_profile_version_list(tenant=console.tenant)),
+        "facts": list(facts[:SHOWN]),
+        "facts_count": facts.count(),
+        "profiles": list(profiles[:SHOWN]),
+        "profiles_count": profiles.count(),
+        "shown": SHOWN,
     }
     return render(request, "dashboard/review.html", context)
 
