@@ -34,7 +34,13 @@ from memory.models import (
     Tenant,
 )
 from memory.models.privacy import ReviewMode, ReviewState
-from memory.personal_data import CATEGORIES, Detector, InvalidPattern, government_id_patterns_check
+from memory.personal_data import (
+    CATEGORIES,
+    Detector,
+    InvalidPattern,
+    government_id_patterns_check,
+    mask_findings,
+)
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
 from memory.text import text_hash
@@ -325,7 +331,7 @@ def _redact_row(row, columns: list[str], redact: Redactor, found: Counter) -> bo
         findings = redact.detector.find(text, redact.categories) if text else []
         if findings:
             found.update(f.category for f in findings)
-            setattr(row, column, redact(text))
+            setattr(row, column, mask_findings(text, findings))
             changed = True
     return changed
 
@@ -352,10 +358,26 @@ def _row_save(name: str, row, before: dict[str, str]) -> int:
         update["keywords"] = None
     if name == "knowledge":
         row.text_hash = text_hash(row.text)
+        if _knowledge_merged(row, before):
+            return 1
         row.embedding = embedder.embed([row.text])[0] if row.embedding is not None else None
         update.update(text_hash=None, embedding=None)
     unchanged = type(row).objects.filter(pk=row.pk, **before)
     return unchanged.update(**{field: getattr(row, field) for field in update})
+
+
+def _knowledge_merged(entry: KnowledgeEntry, before: dict[str, str]) -> bool:
+    """A fact whose redacted text is now another fact of its store ("email is a@x" and "email is b@y" both read
+    "email is [email]") is folded into that one: the survivor gains its source pages, and it is deleted."""
+    same = KnowledgeEntry.objects.filter(
+        end_user_id=entry.end_user_id, kind=entry.kind, assistant_id=entry.assistant_id, text_hash=entry.text_hash
+    ).exclude(pk=entry.pk)
+    survivor = same.order_by("id").first()
+    if survivor is None or not KnowledgeEntry.objects.filter(pk=entry.pk, **before).exists():
+        return False
+    survivor.source_pages.add(*entry.source_pages.all())
+    KnowledgeEntry.objects.filter(pk=entry.pk).delete()
+    return True
 
 
 def _keywords_kept(row) -> list[str]:

@@ -157,3 +157,19 @@ def test_a_scan_silent_for_longer_than_a_task_may_run_is_failed_and_replaced(ten
     dead.refresh_from_db()
     assert fresh != dead and dead.status == ScanStatus.FAILED and "worker stopped" in dead.error
     assert personal_data_rescan(scan_id=dead.pk) is None  # a late delivery does nothing
+
+
+def test_facts_that_a_rescan_makes_identical_are_folded_into_one(space, tenant, django_capture_on_commit_callbacks):
+    first_page, second_page = builders.page(space), builders.page(space, user_message="Another")
+    first = builders.knowledge(space.end_user, text="The user's email is a@example.com.", source_pages=[first_page])
+    builders.knowledge(space.end_user, text="The user's email is b@example.org.", source_pages=[second_page])
+    builders.personal_data_policy(tenant, email="do_not_store")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        scan = personal_data_scan_start(tenant=tenant, actor=OPERATOR)
+
+    scan.refresh_from_db()
+    assert scan.status == ScanStatus.DONE
+    survivor = KnowledgeEntry.objects.get(end_user=space.end_user)
+    assert (survivor.pk, survivor.text) == (first.pk, "The user's email is [email].")
+    assert set(survivor.source_pages.all()) == {first_page, second_page}
