@@ -137,6 +137,9 @@ def _flags_set(item, flags: dict[str, bool | None], *, actor: Actor, reason: str
 def _knowledge_text_set(*, entry: KnowledgeEntry, text: str, actor: Actor, reason: str, request_id: str) -> None:
     """Correct a knowledge entry; its embedding is recomputed."""
     text = text_for_storage(tenant=entry.end_user.tenant_id, text=_text(text, "knowledge text"))
+    store = KnowledgeEntry.objects.filter(end_user_id=entry.end_user_id, kind=entry.kind, assistant=entry.assistant)
+    if store.filter(text_hash=text_hash(text)).exclude(pk=entry.pk).exists():
+        raise GovernanceError("that text is already another fact: forget this one instead")
     before = entry.text
     entry.text, entry.text_hash = text, text_hash(text)
     entry.embedding = embedder_for_store().embed([text])[0]

@@ -18,7 +18,7 @@ from memory.models import (
     ScanStatus,
 )
 from memory.services.audit import Actor
-from memory.services.governance import knowledge_update, profile_edit, segment_update
+from memory.services.governance import GovernanceError, knowledge_update, profile_edit, segment_update
 from memory.services.personal_data import (
     PolicyError,
     personal_data_policy_get,
@@ -173,3 +173,13 @@ def test_facts_that_a_rescan_makes_identical_are_folded_into_one(space, tenant, 
     survivor = KnowledgeEntry.objects.get(end_user=space.end_user)
     assert (survivor.pk, survivor.text) == (first.pk, "The user's email is [email].")
     assert set(survivor.source_pages.all()) == {first_page, second_page}
+
+
+def test_an_edit_that_redaction_makes_another_fact_is_refused_with_a_reason(space, tenant):
+    builders.knowledge(space.end_user, text="The user's email is [email].")
+    entry = builders.knowledge(space.end_user, text="The user likes tea.")
+    builders.personal_data_policy(tenant, email="do_not_store")
+
+    with pytest.raises(GovernanceError, match="already another fact"):
+        knowledge_update(entry=entry, text=f"The user's email is {EMAIL}.", actor=OPERATOR, reason="edit")
+    assert KnowledgeEntry.objects.get(pk=entry.pk).text == "The user likes tea."
