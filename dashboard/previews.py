@@ -49,8 +49,8 @@ EMPTY = {
 def preview_build(*, space: MemorySpace, query: str, now: datetime) -> Preview:
     """The prompt for `query` as the chat would build it now, within CHAT_PROMPT_TOKEN_BUDGET (the tenant's
     mask-in-prompts personal data masked, as the model would get it)."""
-    retrieval = context_retrieval(space=space, query=query)
     mask = prompt_redactor(tenant=space.tenant_id)
+    retrieval = context_retrieval(space=space, query=mask(query))
     prompt = prompt_build(
         assistant=space.assistant,
         retrieval=retrieval,

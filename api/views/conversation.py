@@ -118,7 +118,9 @@ class RetrieveView(ApiView):
         try:
             space = space_get_or_create(end_user=end_user, assistant=assistant)
             visits = data["record_visits"] and not space.paused
-            result = retrieve(space=space, query=data["query"], record_visits=visits)
+            # the embedder gets the query as the model would: without the tenant's mask-in-prompts data
+            query = prompt_redactor(tenant=space.tenant_id)(data["query"])
+            result = retrieve(space=space, query=query, record_visits=visits)
             memory_read_record(
                 actor=self.actor,
                 end_user=end_user,

@@ -9,7 +9,7 @@ from tests import builders
 EMAIL = "ann.lee@example.co.uk"
 
 
-def test_the_assembled_prompt_masks_mask_in_prompts_data(api, memory, tenant):
+def test_the_assembled_prompt_and_the_query_embedding_mask_mask_in_prompts_data(api, memory, tenant, embedder):
     builders.personal_data_policy(tenant, email="mask_prompts")
 
     body = api.post(
@@ -19,6 +19,7 @@ def test_the_assembled_prompt_masks_mask_in_prompts_data(api, memory, tenant):
     ).json()
 
     assert EMAIL not in body["prompt"] and body["prompt"].rstrip().endswith("Is [email] my address?")
+    assert "Is [email] my address?" in embedder.inputs and not [t for t in embedder.inputs if EMAIL in t]
 
 
 def test_a_turn_recorded_through_the_api_is_stored_redacted(api, memory, tenant):
