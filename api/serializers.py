@@ -286,10 +286,12 @@ class KnowledgeOut(serializers.ModelSerializer):
             "text",
             "pinned",
             "locked",
+            "review_state",
             "source_segment_id",
             "source_page_ids",
             "created_at",
         ]
+        read_only_fields = ["review_state"]  # pending and rejected facts never reach a prompt
 
     def get_source_page_ids(self, entry: KnowledgeEntry) -> list[int]:
         return [page.id for page in entry.source_pages.all()]
@@ -308,7 +310,7 @@ class ProfileVersionOut(serializers.ModelSerializer):
 
     class Meta:
         model = ProfileVersion
-        fields = ["id", "user", "number", "text", "author", "locked", "source_segment_id", "created_at"]
+        fields = ["id", "user", "number", "text", "author", "locked", "review_state", "source_segment_id", "created_at"]
 
 
 class ProfileVersionPatch(serializers.Serializer):

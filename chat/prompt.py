@@ -16,7 +16,7 @@ knowledge by ascending score, then the oldest recent turns, then pinned memories
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -121,32 +121,42 @@ class Prompt:
 # --- Memory items -------------------------------------------------------------------------------------------------
 
 
-def _page_lines(page: Page) -> str:
+def _quoting(mask: Callable[[str], str] | None) -> Callable[[str], str]:
+    """`quoted`, after `mask` when there is one."""
+    return quoted if mask is None else (lambda text: quoted(mask(text)))
+
+
+def _page_lines(page: Page, quoted: Callable[[str], str] = quoted) -> str:
     lines = [f"- {when(page.at)}", f"  user: {quoted(page.user_message)}", f"  you: {quoted(page.assistant_reply)}"]
     if page.chain_summary:
         lines.append(f"  conversation so far: {quoted(page.chain_summary)}")
     return "\n".join(lines)
 
 
-def _knowledge_line(entry: KnowledgeEntry) -> str:
+def _knowledge_line(entry: KnowledgeEntry, quoted: Callable[[str], str] = quoted) -> str:
     about = "about the user" if entry.kind == "user" else "about what you did"
     return f"- ({about}, noted {entry.created_at:%d %b %Y}) {quoted(entry.text)}"
 
 
-def memory_items(retrieval: RetrievalResult) -> list[MemoryItem]:
-    """Every piece of retrieved memory as a prompt item, each page and entry once (pinned wins over retrieved)."""
+def memory_items(retrieval: RetrievalResult, mask: Callable[[str], str] | None = None) -> list[MemoryItem]:
+    """Every piece of retrieved memory as a prompt item, each page and entry once (pinned wins over retrieved).
+
+    With `mask`, every memory text is masked before it is quoted.
+    """
     items: dict[tuple[str, int], MemoryItem] = {}
 
     def add(item: MemoryItem) -> None:
         items.setdefault(item.key, item)
 
+    quoted = _quoting(mask)
+
     if retrieval.profile and retrieval.profile.text.strip():
         profile = retrieval.profile
         add(MemoryItem("profile", profile.id, "profile", quoted(profile.text), RANK_PROFILE, 0))
     for entry in retrieval.pinned_knowledge:
-        add(MemoryItem("knowledge", entry.id, "knowledge", _knowledge_line(entry), RANK_PINNED, entry.id))
+        add(MemoryItem("knowledge", entry.id, "knowledge", _knowledge_line(entry, quoted), RANK_PINNED, entry.id))
     for scored in sorted([*retrieval.user_knowledge, *retrieval.assistant_knowledge], key=lambda k: -k.score):
-        line = _knowledge_line(scored.entry)
+        line = _knowledge_line(scored.entry, quoted)
         add(MemoryItem("knowledge", scored.entry.id, "knowledge", line, RANK_RETRIEVED, scored.score, scored.score))
     for segment in retrieval.pinned_segments:
         line = f"### Topic (pinned): {quoted(segment.summary)}"
@@ -155,7 +165,7 @@ def memory_items(retrieval: RetrievalResult) -> list[MemoryItem]:
     recent_ids = {page.id for page in retrieval.short_term}
     for page in retrieval.pinned_pages:
         if page.id not in recent_ids:
-            add(MemoryItem("page", page.id, "earlier", _page_lines(page), RANK_PINNED, page.id))
+            add(MemoryItem("page", page.id, "earlier", _page_lines(page, quoted), RANK_PINNED, page.id))
     for scored in sorted(retrieval.pages, key=lambda p: -p.score):
         page = scored.page
         if page.id in recent_ids:
@@ -163,10 +173,10 @@ def memory_items(retrieval: RetrievalResult) -> list[MemoryItem]:
         rank = RANK_PINNED if page.id in pinned_pages else RANK_RETRIEVED
         segment = page.segment
         topic = (segment.id, f"### Topic: {quoted(segment.summary)}") if segment else None
-        add(MemoryItem("page", page.id, "earlier", _page_lines(page), rank, scored.score, scored.score, topic))
+        add(MemoryItem("page", page.id, "earlier", _page_lines(page, quoted), rank, scored.score, scored.score, topic))
     for position, page in enumerate(retrieval.short_term):
         rank = RANK_PINNED if page.id in pinned_pages else RANK_RECENT
-        add(MemoryItem("page", page.id, "recent", _page_lines(page), rank, position))
+        add(MemoryItem("page", page.id, "recent", _page_lines(page, quoted), rank, position))
     return list(items.values())
 
 
@@ -220,18 +230,22 @@ def prompt_build(
     now: datetime,
     budget: int,
     conversation: Iterable[dict] = (),
+    mask: Callable[[str], str] | None = None,
 ) -> Prompt:
     """The prompt for `message`, dropping the lowest-ranked memory until its estimated tokens fit `budget`.
 
     `conversation` is the caller's own messages before `message` (OpenAI shape: role and text content): its system
     messages follow the memory block inside the one system message, its other turns come before `message`.
     Pure: reads only what `retrieval` already holds. When even no memory at all does not fit, the memory block is
-    empty and the prompt goes out over budget (the message itself is never cut).
+    empty and the prompt goes out over budget (the message itself is never cut). `mask` (the tenant's
+    mask-in-prompts redactor) rewrites the message and every memory text, so the model never sees those values.
     """
     instructions = instructions_for(assistant=assistant, now=now)
     caller_system = "\n\n".join(m["content"] for m in conversation if m["role"] == "system")
     history = tuple({"role": m["role"], "content": m["content"]} for m in conversation if m["role"] != "system")
-    kept = memory_items(retrieval)
+    if mask is not None:
+        message = mask(message)
+    kept = memory_items(retrieval, mask=mask)
     dropped: list[MemoryItem] = []
     drop_order = sorted(kept, key=lambda item: (item.rank, item.order))
     fixed = estimate_tokens(instructions) + estimate_tokens(message) + estimate_tokens(caller_system)

@@ -24,6 +24,7 @@ from memory.retrieval import RetrievalResult, retrieve
 from memory.services.audit import Actor
 from memory.services.governance import reply_memory_record
 from memory.services.heat_samples import segment_visits_queue
+from memory.services.personal_data import prompt_redactor
 from memory.services.replies import chat_reply_claim, chat_reply_complete, chat_reply_fail
 from memory.services.turns import InvalidTurn, end_user_closed_check, space_get_or_create, turn_record
 from memory.step_types import Usage
@@ -105,10 +106,10 @@ def reply_generate(
 ) -> ReplyResult:
     """Answer `message` from memory and store the turn; a second submit with the same key answers nothing new.
 
-    Steps: claim the reply by (space, key), retrieve, build the prompt within CHAT_PROMPT_TOKEN_BUDGET, generate
-    (one LLM call, or the offline reply), then in one transaction record the turn, queue a visit to each segment
-    whose relevant page reached the prompt (unless memory is paused), complete the reply and audit the memory it
-    used. An LLM failure marks the reply failed with
+    Steps: claim the reply by (space, key), retrieve, build the prompt within CHAT_PROMPT_TOKEN_BUDGET (the
+    tenant's mask-in-prompts data masked), generate (one LLM call, or the offline reply), then in one transaction
+    record the turn, queue a visit to each segment whose relevant page reached the prompt (unless memory is
+    paused), complete the reply and audit the memory it used. An LLM failure marks the reply failed with
     its reason and stores no page; the same key may then be sent again. `conversation` is the caller's own earlier
     messages (the memory proxy; see prompt_build). Raises InvalidMessage for a bad message, InvalidTurn when the
     user and assistant belong to different tenants, and EndUserClosed when the end user is deactivated or erased
@@ -181,7 +182,9 @@ def reply_draft(
     now = now or timezone.now()
     mode = "llm" if llm_configured() else "offline"
     try:
-        retrieval = retrieve(space=space, query=message, record_visits=False, now=now)
+        # the tenant's mask-in-prompts (and do-not-store) data reaches neither the model nor the embedder
+        mask = prompt_redactor(tenant=end_user.tenant_id)
+        retrieval = retrieve(space=space, query=mask(message), record_visits=False, now=now)
         prompt = prompt_build(
             assistant=assistant,
             retrieval=retrieval,
@@ -189,6 +192,7 @@ def reply_draft(
             now=now,
             budget=settings.CHAT_PROMPT_TOKEN_BUDGET,
             conversation=conversation or (),
+            mask=mask if mask else None,
         )
         generated = None if stream and mode == "llm" else _generate(prompt, retrieval, mode, now)
     except Exception as exc:
@@ -333,4 +337,4 @@ def _store(
             )
     except InvalidTurn as exc:
         raise _Failed(f"the reply could not be stored: {exc}", generated.usage) from exc
-    return generated.text
+    return recorded.page.assistant_reply  # as stored: without the data the tenant's policy says not to store

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TypeVar
 
 from django.core.exceptions import ObjectDoesNotExist
@@ -13,18 +14,62 @@ from django.http import Http404, HttpRequest
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from memory.items import ITEM_KINDS
-from memory.models import ApiToken, Assistant, EndUser, ErasureReceipt, ExportJob, RetentionRun, Role, Tenant
+from memory.models import (
+    ApiToken,
+    Assistant,
+    EndUser,
+    ErasureReceipt,
+    ExportJob,
+    PersonalDataAction,
+    PersonalDataPolicy,
+    PersonalDataScan,
+    RetentionRun,
+    Role,
+    Tenant,
+)
 from memory.roles import Permission, role_for, role_grants, tenant_for_operator_or_404
 from memory.services.audit import Actor
 from memory.services.governance import memory_read_record
+from memory.services.personal_data import Redactor, redactor_for
 
 
 @dataclass(frozen=True)
 class Console:
-    """The tenant an operator is working in and what their role lets them do there (templates read the flags)."""
+    """The tenant an operator is working in and what their role lets them do there (templates read the flags).
+
+    `revealed` is true on the one response that follows an audited reveal: personal data is shown unmasked.
+    """
 
     tenant: Tenant
     role: Role
+    revealed: bool = False
+
+    @cached_property
+    def policy(self) -> PersonalDataPolicy:
+        """The tenant's personal-data policy (loaded with the tenant by memory.roles), or the defaults."""
+        try:
+            return self.tenant.personal_data_policy
+        except PersonalDataPolicy.DoesNotExist:
+            return PersonalDataPolicy(tenant=self.tenant)
+
+    @cached_property
+    def masker(self) -> Redactor:
+        """What this operator sees masked: the mask-in-console categories (and stricter), unless revealed."""
+        redactor = redactor_for(self.policy, PersonalDataAction.MASK_CONSOLE)
+        return Redactor(redactor.detector, frozenset()) if self.revealed else redactor
+
+    def mask(self, text: str) -> str:
+        return self.masker(text or "")
+
+    @property
+    def masks_anything(self) -> bool:
+        """Whether the policy masks any category in the console (and this view is not a reveal)."""
+        return bool(self.masker)
+
+    @property
+    def can_reveal(self) -> bool:
+        """Reveal masked personal data (with a reason, audited), edit the policy and review memory: govern."""
+        return role_grants(self.role, Permission.GOVERN)
 
     @property
     def can_write(self) -> bool:
@@ -51,6 +96,7 @@ NOT_FOUND = {
     ApiToken.DoesNotExist: "token",
     Assistant.DoesNotExist: "assistant",
     RetentionRun.DoesNotExist: "retention run",
+    PersonalDataScan.DoesNotExist: "scan",
 } | {kind.model.DoesNotExist: kind.label for kind in ITEM_KINDS.values()}
 
 

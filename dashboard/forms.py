@@ -6,6 +6,8 @@ from django import forms
 from django.conf import settings
 
 from memory.bundles import BundleInvalid, bundle_parse
+from memory.models import PersonalDataAction, ReviewMode
+from memory.personal_data import CATEGORIES, LABELS
 from memory.services.governance import MAX_MEMORY_TEXT
 
 USER_SORT_CHOICES = [("recent", "Last active"), ("heat", "Hottest memory"), ("name", "Name")]
@@ -170,3 +172,41 @@ class LegalHoldForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2, "placeholder": "e.g. litigation hold, case 2026-114"}),
         help_text="Required. Kept on the hold and in the audit log with your name.",
     )
+
+
+class PersonalDataPolicyForm(ReasonForm):
+    """A tenant's personal-data policy: an action per category, the phone region, government-id patterns, review."""
+
+    phone_region = forms.CharField(
+        max_length=2, label="Phone region", help_text="Where numbers without +country are dialled: GB, US, DE…"
+    )
+    government_id_patterns = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        label="Government-id patterns",
+        help_text="One regular expression per line (Python syntax), checked when saved.",
+    )
+    review_mode = forms.ChoiceField(choices=ReviewMode.choices, label="Review of new long-term memory")
+    review_keywords = KeywordsField(
+        max_length=4000, required=False, label="Review keywords", help_text="Comma-separated, e.g. diagnosis, therapy."
+    )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        categories = {c: forms.ChoiceField(choices=PersonalDataAction.choices, label=LABELS[c]) for c in CATEGORIES}
+        reason = self.fields.pop("reason")
+        self.fields = {**categories, **self.fields, "reason": reason}
+
+    def clean_government_id_patterns(self) -> list[str]:
+        return [line.strip() for line in self.cleaned_data["government_id_patterns"].splitlines() if line.strip()]
+
+    def policy_values(self) -> dict:
+        return {name: value for name, value in self.cleaned_data.items() if name != "reason"}
+
+
+class ReviewForm(forms.Form):
+    """A reviewer's decision on a pending fact or profile version; editing or rejecting needs a reason."""
+
+    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    text = forms.CharField(max_length=MAX_MEMORY_TEXT, required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    reason = forms.CharField(max_length=500, required=False, widget=forms.Textarea(attrs={"rows": 2}))

@@ -12,6 +12,7 @@ from chat.prompt import SECTIONS, MemoryItem, Prompt, estimate_tokens, prompt_bu
 from memory.models import MemorySpace
 from memory.retrieval import RetrievalResult
 from memory.selectors.console import context_retrieval
+from memory.services.personal_data import prompt_redactor
 
 
 @dataclass(frozen=True)
@@ -46,14 +47,17 @@ EMPTY = {
 
 
 def preview_build(*, space: MemorySpace, query: str, now: datetime) -> Preview:
-    """The prompt for `query` as the chat would build it now, within CHAT_PROMPT_TOKEN_BUDGET."""
-    retrieval = context_retrieval(space=space, query=query)
+    """The prompt for `query` as the chat would build it now, within CHAT_PROMPT_TOKEN_BUDGET (the tenant's
+    mask-in-prompts personal data masked, as the model would get it)."""
+    mask = prompt_redactor(tenant=space.tenant_id)
+    retrieval = context_retrieval(space=space, query=mask(query))
     prompt = prompt_build(
         assistant=space.assistant,
         retrieval=retrieval,
         message=query,
         now=now,
         budget=settings.CHAT_PROMPT_TOKEN_BUDGET,
+        mask=mask if mask else None,
     )
     preview = Preview(retrieval=retrieval, prompt=prompt)
     preview.sections.append(PreviewSection("Instructions and persona", [prompt.instructions]))

@@ -2,7 +2,19 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from dashboard.views import actions, audit, gdpr, home, items, overview, retention, tokens, users
+from dashboard.views import (
+    actions,
+    audit,
+    gdpr,
+    home,
+    items,
+    overview,
+    personal_data,
+    retention,
+    review,
+    tokens,
+    users,
+)
 
 console = [
     path("", overview.overview, name="overview"),
@@ -32,6 +44,12 @@ console = [
     path("retention/run/", retention.retention_run_now, name="retention_run_now"),
     path("retention/runs/<int:run_id>/", retention.retention_run, name="retention_run"),
     path("retention/assistants/<str:assistant_id>/", retention.retention_assistant, name="retention_assistant"),
+    path("personal-data/", personal_data.policy, name="personal_data"),
+    path("personal-data/scans/", personal_data.scan_start, name="personal_data_scan_start"),
+    path("personal-data/scans/<int:scan_id>/", personal_data.scan, name="personal_data_scan"),
+    path("users/<int:end_user_id>/reveal/", personal_data.reveal, name="reveal"),
+    path("review/", review.review_queue, name="review"),
+    path("review/<str:kind>/<int:item_id>/", review.review_decide, name="review_decide"),
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/new/", tokens.token_create, name="token_create"),
     path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),

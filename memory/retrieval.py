@@ -25,7 +25,7 @@ from pgvector import Vector
 from pgvector.django import CosineDistance
 
 from memory.heat import f_score, jaccard
-from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
+from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, ReviewState, Segment
 from memory.models.tiers import KnowledgeKind, Tier
 from memory.services.embedding_state import embedder_for_store
 from memory.services.heat_samples import segment_visits_queue
@@ -237,7 +237,7 @@ def retrieve(
     config = config or retrieval_config()
     result = RetrievalResult(query=query, query_keywords=extract_keywords(query))
     _recent_and_pinned_pages(space, result)
-    result.profile = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number").first()
+    result.profile = profile_for_prompts(end_user_id=space.end_user_id)
     if result.profile is not None and result.profile.stale:
         result.profile = None  # derived from forgotten or corrected memory: withheld until the worker re-derives it
     _retrieve_pinned_knowledge(space, result)
@@ -255,6 +255,15 @@ def retrieve(
     if record_visits:
         result.visited_segment_ids = segment_visits_queue(segment_ids=result.relevant_segment_ids(), now=now)
     return result
+
+
+def profile_for_prompts(*, end_user_id: int) -> ProfileVersion | None:
+    """The newest profile version a reviewer has approved (or that needed no review): the one prompts may use.
+
+    Versions awaiting review or rejected never reach a prompt; the one before them stays in use meanwhile.
+    """
+    versions = ProfileVersion.objects.filter(end_user_id=end_user_id, review_state=ReviewState.APPROVED)
+    return versions.order_by("-number").first()
 
 
 def _score_segments(space: MemorySpace, vector: Value, query_keywords: list[str]) -> list[_SegmentScore]:
@@ -520,7 +529,7 @@ def _retrieve_knowledge(space: MemorySpace, vector: Value, result: RetrievalResu
     """The best MEMORY_RETRIEVE_KNOWLEDGE facts about the user and about this assistant, in one query."""
     limit = settings.MEMORY_RETRIEVE_KNOWLEDGE
     ranked = (
-        KnowledgeEntry.objects.filter(end_user_id=space.end_user_id)
+        KnowledgeEntry.objects.filter(end_user_id=space.end_user_id, review_state=ReviewState.APPROVED)
         .filter(Q(kind=KnowledgeKind.USER) | Q(kind=KnowledgeKind.ASSISTANT, assistant_id=space.assistant_id))
         .annotate(score=_similarity(vector))
         .annotate(rank=Window(RowNumber(), partition_by=F("kind"), order_by=[F("score").desc(), F("id").desc()]))
@@ -546,7 +555,7 @@ def _recent_and_pinned_pages(space: MemorySpace, result: RetrievalResult) -> Non
 def _retrieve_pinned_knowledge(space: MemorySpace, result: RetrievalResult) -> None:
     """Pinned knowledge is always included: the user's, and this assistant's about itself."""
     result.pinned_knowledge = list(
-        KnowledgeEntry.objects.filter(end_user_id=space.end_user_id, pinned=True)
+        KnowledgeEntry.objects.filter(end_user_id=space.end_user_id, pinned=True, review_state=ReviewState.APPROVED)
         .filter(Q(kind=KnowledgeKind.USER) | Q(assistant_id=space.assistant_id))
         .without_vectors()
         .order_by("id")

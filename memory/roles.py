@@ -65,7 +65,12 @@ def tenant_for_operator_or_404(user: User, slug: str, permission: Permission | s
     """
     membership = None
     if user.is_authenticated:
-        membership = Membership.objects.filter(user=user, tenant__slug=slug).select_related("tenant").first()
+        # the tenant's personal-data policy comes along: the console masks with it on most screens
+        membership = (
+            Membership.objects.filter(user=user, tenant__slug=slug)
+            .select_related("tenant", "tenant__personal_data_policy")
+            .first()
+        )
     if membership is None:
         raise Http404("No such tenant")
     if not role_grants(membership.role, permission):

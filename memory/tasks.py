@@ -14,6 +14,7 @@ from memory.services.forgetting import profile_rederive
 from memory.services.gdpr_export import export_build, exports_expire
 from memory.services.heat_samples import segment_visits_apply
 from memory.services.jobs import RETRY_DELAYS, jobs_requeue
+from memory.services.personal_data import personal_data_rescan
 from memory.services.promotion import segment_promote
 from memory.services.retention import retention_run, retention_run_daily, retention_tenants
 from memory.services.updating import pages_place
@@ -106,3 +107,9 @@ def retention_run_task(tenant_id: int, day: str | None = None) -> int | None:
     if run is not None and run.more and sum(run.removed.values()):
         retention_run_task.delay(tenant_id, day)
     return run.pk if run else None
+
+
+@shared_task(acks_late=True)
+def personal_data_rescan_task(scan_id: int) -> None:
+    """Re-scan a tenant's stored memory under its personal-data policy (a scan already claimed is skipped)."""
+    personal_data_rescan(scan_id=scan_id)

@@ -7,6 +7,7 @@ keyword form in every text.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 from dataclasses import dataclass
@@ -269,3 +270,8 @@ def trim(text: str, max_chars: int) -> str:
     if " " in cut and not text[max_chars - 1].isspace():
         cut = cut.rsplit(" ", 1)[0]
     return cut.rstrip(" ,;:-–—") + "…"
+
+
+def text_hash(text: str) -> str:
+    """The identity of a fact's text for duplicate detection (whitespace- and case-insensitive)."""
+    return hashlib.sha256(" ".join(text.lower().split()).encode()).hexdigest()

@@ -22,6 +22,7 @@ from memory.models import (
     MemoryEvent,
     MemorySpace,
     Page,
+    PersonalDataPolicy,
     ProfileVersion,
     Segment,
     Tenant,
@@ -33,6 +34,7 @@ from memory.services.events import event_record
 from memory.services.governance import memory_pause_set
 from memory.services.heat_samples import heat_sample_record
 from memory.services.idempotency import idempotent_request_claim, idempotent_request_complete
+from memory.services.personal_data import personal_data_policy_update
 from memory.services.promotion import segment_promote, text_hash
 from memory.services.replies import chat_reply_claim, chat_reply_complete
 from memory.services.tenancy import end_user_create, tenant_create
@@ -398,3 +400,11 @@ def backdate(item, **times: datetime) -> None:
     type(item).objects.filter(pk=item.pk).update(**times)
     for name, value in times.items():
         setattr(item, name, value)
+
+
+# --- Personal data: a tenant's policy, written through its service ---------------------------------------------
+
+
+def personal_data_policy(tenant: Tenant, **values) -> PersonalDataPolicy:
+    """Set the tenant's personal-data policy (`email="do_not_store"`, `review_mode="review_all"`, ...)."""
+    return personal_data_policy_update(tenant=tenant, actor=Actor.system("test"), reason="test policy", **values)

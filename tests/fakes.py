@@ -21,12 +21,14 @@ class HashingEmbedder:
     def __init__(self, dimension: int = 256) -> None:
         self.dimension = dimension
         self.calls = 0
+        self.inputs: list[str] = []  # every text it was asked to embed, in order
 
     def _bucket(self, word: str) -> int:
         return int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "big") % self.dimension
 
     def embed(self, texts: list[str]) -> np.ndarray:
         self.calls += 1
+        self.inputs.extend(texts)
         vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             for word in WORD.findall(text.lower()):

@@ -22,6 +22,7 @@ from memory.models.tiers import PageSource
 from memory.retrieval import RetrievalResult
 from memory.selectors.people import assistant_get, end_user_get
 from memory.services.conversation import PartyInactive, conversation_parties
+from memory.services.personal_data import prompt_redactor
 from memory.services.recall import memory_retrieve
 from memory.services.turns import InvalidTurn, turn_record
 
@@ -105,13 +106,16 @@ class RetrieveView(ApiView):
 
 
 def _prompt(space: MemorySpace, result: RetrievalResult) -> str:
-    """The prompt the chat would send for this query: its system message (instructions + memory), then the query."""
+    """The prompt the chat would send for this query: its system message (instructions + memory), then the query,
+    with the tenant's mask-in-prompts personal data masked as the chat masks it."""
+    mask = prompt_redactor(tenant=space.tenant_id)
     prompt = prompt_build(
         assistant=space.assistant,
         retrieval=result,
         message=result.query,
         now=timezone.now(),
         budget=settings.CHAT_PROMPT_TOKEN_BUDGET,
+        mask=mask if mask else None,
     )
     return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in prompt.messages())
 

@@ -127,3 +127,9 @@ def legal_hold_of(end_user) -> LegalHold | None:
     """The end user's active legal hold, for the user page's hold section. Read here rather than in the view so the
     section stays one include that any page about a user can carry."""
     return legal_hold_active(end_user=end_user)
+
+
+@register.filter
+def masked(text: str, console) -> str:
+    """`text` as this operator may see it: the tenant's mask-in-console personal data masked, unless revealed."""
+    return console.mask(text) if console is not None else text

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from dashboard.console import console_or_404, get_or_404, page_or_partial, record_read
+from dashboard.console import Console, console_or_404, get_or_404, page_or_partial, record_read
 from dashboard.diffs import profile_diff
 from dashboard.forms import DiffForm, PreviewForm, UserSearchForm
 from dashboard.plots import figure_html, user_heat_figure
 from dashboard.previews import preview_build
+from memory.models import EndUser
 from memory.selectors.console import end_users_page, memory_spaces, space_with, user_memory
 from memory.selectors.items import profile_version_list
 from memory.selectors.people import end_user_get
@@ -44,11 +47,17 @@ def users(request: HttpRequest, slug: str) -> HttpResponse:
 def user_detail(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
     console = console_or_404(request, slug)
     end_user = get_or_404(end_user_get, tenant=console.tenant, id=end_user_id)
-    memory = user_memory(end_user=end_user, assistant_external_id=request.GET.get("assistant", ""), now=timezone.now())
+    context = user_memory_context(request, console, end_user, timezone.now())
+    memory = context["memory"]
     record_read(request, end_user, "user memory page", "memoryspace", memory.space.pk if memory.space else None)
-    heat_plot = figure_html(user_heat_figure(memory.segments), div_id="user-heat") if memory.segments else ""
-    context = {"console": console, "end_user": end_user, "memory": memory, "heat_plot": heat_plot}
     return render(request, "dashboard/user.html", context)
+
+
+def user_memory_context(request: HttpRequest, console: Console, end_user: EndUser, now: datetime) -> dict:
+    """What the user's memory page shows (its reveal, dashboard.views.personal_data, renders the same)."""
+    memory = user_memory(end_user=end_user, assistant_external_id=request.GET.get("assistant", ""), now=now)
+    heat_plot = figure_html(user_heat_figure(memory.segments), div_id="user-heat") if memory.segments else ""
+    return {"console": console, "end_user": end_user, "memory": memory, "heat_plot": heat_plot}
 
 
 @require_GET

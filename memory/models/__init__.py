@@ -14,6 +14,14 @@ from memory.models.integration import (
     JobStatus,
     ReplyStatus,
 )
+from memory.models.privacy import (
+    PersonalDataAction,
+    PersonalDataPolicy,
+    PersonalDataScan,
+    ReviewMode,
+    ReviewState,
+    ScanStatus,
+)
 from memory.models.retention import AuditAnchor, LegalHold, RetentionPolicy, RetentionRun, RunStatus
 from memory.models.tenancy import Assistant, EndUser, Membership, MemorySpace, Role, Tenant
 from memory.models.tiers import HeatSample, KnowledgeEntry, Page, ProfileVersion, Segment, SegmentVisit
@@ -42,12 +50,18 @@ __all__ = [
     "MemoryImport",
     "MemorySpace",
     "Page",
+    "PersonalDataAction",
+    "PersonalDataPolicy",
+    "PersonalDataScan",
     "ProfileVersion",
     "ReplyStatus",
     "RetentionPolicy",
     "RetentionRun",
+    "ReviewMode",
+    "ReviewState",
     "Role",
     "RunStatus",
+    "ScanStatus",
     "Segment",
     "SegmentVisit",
     "Tenant",

@@ -10,6 +10,7 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
 
+from memory.models.privacy import ReviewState
 from memory.models.tenancy import Assistant, EndUser, MemorySpace
 
 
@@ -232,6 +233,8 @@ class ProfileVersion(models.Model):
     locked = models.BooleanField(default=False)
     # memory it was derived from was forgotten or corrected and a model must re-derive it: withheld from prompts
     stale = models.BooleanField(default=False)
+    # pending and rejected versions never reach a prompt (memory.models.privacy.ReviewState)
+    review_state = models.CharField(max_length=8, choices=ReviewState.choices, default=ReviewState.APPROVED)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = VectorQuerySet.as_manager()  # it has none of its own, but reads joining its segment defer that one's
@@ -265,6 +268,8 @@ class KnowledgeEntry(models.Model):
     )
     pinned = models.BooleanField(default=False)
     locked = models.BooleanField(default=False)
+    # pending and rejected facts never reach a prompt (memory.models.privacy.ReviewState)
+    review_state = models.CharField(max_length=8, choices=ReviewState.choices, default=ReviewState.APPROVED)
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = VectorQuerySet.as_manager()

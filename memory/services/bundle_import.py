@@ -10,6 +10,7 @@ installation's STM capacity are evicted as a turn would evict them, and pending 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,6 +35,7 @@ from memory.models.tiers import PageSource, ReplySource, Tier
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
 from memory.services.jobs import jobs_due
+from memory.services.personal_data import storage_redactor
 from memory.services.promotion import text_hash
 from memory.services.turns import (
     end_user_closed_check,
@@ -90,9 +92,11 @@ def memory_import(
     an assistant is missing or inactive, or the user's memory with it is paused or already holds pages, and
     EndUserClosed when the user is deactivated or erased. Takes the user's write lock, then their spaces' locks.
     Idempotent: a bundle whose memory was already imported for this user changes nothing (`already_imported`).
-    Audited as `memory.import` with the counts and the bundle's fingerprint.
+    Audited as `memory.import` with the counts and the bundle's fingerprint. The tenant's do-not-store personal
+    data is redacted from every text before anything is fingerprinted, stored or embedded.
     """
     bundle_validate(bundle)
+    bundle = bundle_for_storage(bundle, redact=storage_redactor(tenant=end_user.tenant_id))
     fingerprint = bundle_fingerprint(bundle)
     if dry_run:
         end_user_closed_check(end_user)
@@ -133,9 +137,10 @@ def bundle_stage(*, end_user: EndUser, bundle: dict, actor: Actor, assistant_ext
 
     Raises BundleInvalid like memory_import. Staging the same bundle again reuses its row; staging another drops
     the user's earlier staged bundle. A staged bundle is personal data of the end user: erasure deletes it with
-    them, and memory_import_staged drops it once imported.
+    them, and memory_import_staged drops it once imported. It is kept with the tenant's do-not-store data redacted.
     """
     bundle_validate(bundle)
+    bundle = bundle_for_storage(bundle, redact=storage_redactor(tenant=end_user.tenant_id))
     fingerprint = bundle_fingerprint(bundle)
     others = MemoryImport.objects.filter(end_user=end_user, status=ImportStatus.STAGED).exclude(fingerprint=fingerprint)
     others.delete()  # one bundle waits for confirmation per user: an abandoned dry run leaves no copy behind
@@ -168,6 +173,52 @@ def memory_import_staged(*, staged: MemoryImport, actor: Actor, request_id: str 
         )
         MemoryImport.objects.filter(pk=staged.pk, status=ImportStatus.STAGED).delete()
     return result
+
+
+STORED_TEXTS = frozenset({"user_message", "assistant_reply", "chain_summary", "topic_summary", "summary", "text"})
+
+
+def bundle_for_storage(bundle: dict, *, redact: Callable[[str], str]) -> dict:
+    """A copy of the bundle with `redact` applied to every memory text. A keyword survives only if a redacted text
+    still holds it: keywords were extracted from the texts, so one taken from a redacted value goes with it."""
+    redacted = _texts_redacted(bundle, redact)
+    if redacted == bundle:
+        return bundle  # nothing to redact: the keywords stay as extracted
+    corpus = " ".join(_texts(redacted)).lower()
+    return _keywords_kept(redacted, corpus)
+
+
+def _texts_redacted(value, redact: Callable[[str], str]):
+    if isinstance(value, list):
+        return [_texts_redacted(item, redact) for item in value]
+    if not isinstance(value, dict):
+        return value
+    return {
+        key: redact(item) if key in STORED_TEXTS and isinstance(item, str) else _texts_redacted(item, redact)
+        for key, item in value.items()
+    }
+
+
+def _texts(value) -> list[str]:
+    if isinstance(value, list):
+        return [text for item in value for text in _texts(item)]
+    if not isinstance(value, dict):
+        return []
+    own = [item for key, item in value.items() if key in STORED_TEXTS and isinstance(item, str)]
+    return own + [text for item in value.values() for text in _texts(item)]
+
+
+def _keywords_kept(value, corpus: str):
+    if isinstance(value, list):
+        return [_keywords_kept(item, corpus) for item in value]
+    if not isinstance(value, dict):
+        return value
+    return {
+        key: [w for w in item if isinstance(w, str) and w.lower() in corpus]
+        if key == "keywords" and isinstance(item, list)
+        else _keywords_kept(item, corpus)
+        for key, item in value.items()
+    }
 
 
 # --- Planning: where each space goes, and what will be created ----------------------------------------------------

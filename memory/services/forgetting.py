@@ -35,7 +35,9 @@ from memory.models import (
     KnowledgeEntry,
     MemoryEvent,
     Page,
+    PersonalDataAction,
     ProfileVersion,
+    ReviewState,
     Segment,
 )
 from memory.models.tiers import ProfileAuthor
@@ -44,6 +46,7 @@ from memory.quotes import Quote, quote, quotes_any, quotes_of, redact, redact_js
 from memory.services.audit import Actor, audit_record, audit_tombstone_entries, audit_tombstone_target
 from memory.services.embedding_state import embedder_for_store
 from memory.services.jobs import job_claim, job_done, job_release, job_renew, jobs_due, lease_kept
+from memory.services.personal_data import personal_data_policy_get, redactor_for, review_state_for
 from memory.services.promotion import text_hash
 from memory.statements import about_user, to_user
 from memory.step_types import TurnText
@@ -628,10 +631,15 @@ def _profile_rederive(end_user_id: int) -> ProfileVersion | None:
     current = ProfileVersion.objects.select_for_update().filter(end_user_id=end_user_id).order_by("-number").first()
     if current is None or not current.stale:
         return None
-    facts = KnowledgeEntry.objects.filter(end_user_id=end_user_id, kind="user").order_by("created_at", "id")
-    turns = [TurnText(f.text, "", f.created_at) for f in facts.without_vectors()]
+    # only facts a reviewer let into prompts may shape the profile that goes into them
+    facts = KnowledgeEntry.objects.filter(end_user_id=end_user_id, kind="user", review_state=ReviewState.APPROVED)
+    turns = [TurnText(f.text, "", f.created_at) for f in facts.order_by("created_at", "id").without_vectors()]
     text = get_steps().profile_update(profile="", pages=turns).strip() if turns else ""
+    policy = personal_data_policy_get(tenant=current.end_user.tenant_id)
+    text = redactor_for(policy, PersonalDataAction.DO_NOT_STORE)(text)
     ProfileVersion.objects.filter(end_user_id=end_user_id, stale=True).update(stale=False)
     if not text or text == current.text:
         return None
-    return ProfileVersion.objects.create(end_user_id=end_user_id, number=current.number + 1, text=text)
+    return ProfileVersion.objects.create(
+        end_user_id=end_user_id, number=current.number + 1, text=text, review_state=review_state_for(policy, text)
+    )

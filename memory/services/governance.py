@@ -31,6 +31,7 @@ from memory.services.forgetting import (
     profile_fact_revise,
 )
 from memory.services.legal_hold import legal_hold_check
+from memory.services.personal_data import storage_redactor, text_for_storage
 from memory.services.promotion import text_hash
 from memory.services.turns import EndUserClosed, end_user_write_lock
 
@@ -142,7 +143,10 @@ def _flags_set(item, flags: dict[str, bool | None], *, actor: Actor, reason: str
 
 def _knowledge_text_set(*, entry: KnowledgeEntry, text: str, actor: Actor, reason: str, request_id: str) -> None:
     """Correct a knowledge entry; its embedding is recomputed."""
-    text = _text(text, "knowledge text")
+    text = text_for_storage(tenant=entry.end_user.tenant_id, text=_text(text, "knowledge text"))
+    store = KnowledgeEntry.objects.filter(end_user_id=entry.end_user_id, kind=entry.kind, assistant=entry.assistant)
+    if store.filter(text_hash=text_hash(text)).exclude(pk=entry.pk).exists():
+        raise GovernanceError("that text is already another fact: forget this one instead")
     before = entry.text
     entry.text, entry.text_hash = text, text_hash(text)
     entry.embedding = embedder_for_store().embed([text])[0]
@@ -156,7 +160,9 @@ def _segment_summary_set(
     *, segment: Segment, summary: str, keywords: list[str] | None, actor: Actor, reason: str, request_id: str
 ) -> None:
     """Rewrite a segment's topic summary (and keywords); its embedding is recomputed from the new summary."""
-    summary = _text(summary, "summary")
+    redact = storage_redactor(tenant=segment.space.tenant_id)
+    summary = redact(_text(summary, "summary"))
+    keywords = None if keywords is None else [k for k in keywords if redact(k) == k]
     before = {"summary": segment.summary, "keywords": segment.keywords}
     segment.summary = summary
     if keywords is not None:
@@ -238,7 +244,7 @@ def profile_version_update(
 @transaction.atomic
 def profile_edit(*, end_user: EndUser, text: str, actor: Actor, reason: str, request_id: str = "") -> ProfileVersion:
     """Write a new profile version by hand (the previous versions stay)."""
-    text, reason = _text(text, "profile"), _reason(reason)
+    text, reason = text_for_storage(tenant=end_user.tenant_id, text=_text(text, "profile")), _reason(reason)
     _owner_lock(end_user)
     current = ProfileVersion.objects.filter(end_user=end_user).order_by("-number").first()
     author = ProfileAuthor.END_USER if actor.kind == "end_user" else ProfileAuthor.OPERATOR

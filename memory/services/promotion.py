@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -11,7 +10,16 @@ from django.db import transaction
 from django.utils import timezone
 
 from memory.heat import is_hot, segment_heat
-from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
+from memory.models import (
+    KnowledgeEntry,
+    MemorySpace,
+    Page,
+    PersonalDataAction,
+    PersonalDataPolicy,
+    ProfileVersion,
+    ReviewState,
+    Segment,
+)
 from memory.models.events import EventKind, EventStatus
 from memory.models.integration import JobKind
 from memory.models.tiers import HeatEvent, KnowledgeKind
@@ -19,9 +27,11 @@ from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
 from memory.services.heat_samples import heat_sample_record
 from memory.services.jobs import job_claim, job_done, job_forget, job_release, job_renew, lease_kept
+from memory.services.personal_data import personal_data_policy_get, redactor_for, review_state_for
 from memory.services.updating import page_turn_text, space_updating_lock
 from memory.step_types import MemorySteps, StepFailed, TurnText
 from memory.steps import get_steps
+from memory.text import text_hash
 
 
 @dataclass
@@ -32,11 +42,6 @@ class PromotionReport:
     knowledge_ids: list[int] = field(default_factory=list)
     dropped_knowledge_ids: list[int] = field(default_factory=list)
     analysed_page_ids: list[int] = field(default_factory=list)
-
-
-def text_hash(text: str) -> str:
-    """The identity of a fact's text for duplicate detection (whitespace- and case-insensitive)."""
-    return hashlib.sha256(" ".join(text.lower().split()).encode()).hexdigest()
 
 
 def segment_promote(*, segment_id: int, now: datetime | None = None) -> PromotionReport:
@@ -98,10 +103,11 @@ def _promote(space: MemorySpace, segment_id: int, steps: MemorySteps, now: datet
         return PromotionReport(reason="nothing unanalysed")
     turns = [page_turn_text(page) for page in pages]
     report = PromotionReport(promoted=True, analysed_page_ids=[p.id for p in pages])
-    report.profile_version_id = _profile_update(space, segment, pages, turns, steps)
+    policy = personal_data_policy_get(tenant=space.tenant_id)
+    report.profile_version_id = _profile_update(space, segment, pages, turns, steps, policy)
     facts = steps.knowledge_extract(pages=turns)
     sources = _fact_sources(steps, pages, turns, [*facts.user, *facts.assistant])
-    report.knowledge_ids = _knowledge_add(space, segment, sources, facts.user, facts.assistant)
+    report.knowledge_ids = _knowledge_add(space, segment, sources, facts.user, facts.assistant, policy)
     report.dropped_knowledge_ids = knowledge_enforce_capacity(space=space)
     Page.objects.filter(id__in=report.analysed_page_ids).update(analysed=True)
     Segment.objects.filter(pk=segment.pk).update(l_interaction=0)
@@ -125,20 +131,33 @@ def _promote(space: MemorySpace, segment_id: int, steps: MemorySteps, now: datet
 
 
 def _profile_update(
-    space: MemorySpace, segment: Segment, pages: list[Page], turns: list[TurnText], steps: MemorySteps
+    space: MemorySpace,
+    segment: Segment,
+    pages: list[Page],
+    turns: list[TurnText],
+    steps: MemorySteps,
+    policy: PersonalDataPolicy,
 ) -> int | None:
-    """A new profile version, unless the current one is locked or the text did not change."""
-    current = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number").first()
+    """A new profile version, unless the current one is locked or the text did not change.
+
+    It builds on the newest version a reviewer has not rejected; the model's text loses the policy's do-not-store
+    data, and it waits for review when the policy asks (memory.services.personal_data.review_state_for).
+    """
+    versions = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number")
+    current = versions.first()
     if current is not None and current.locked:
         return None
-    text = steps.profile_update(profile=current.text if current else "", pages=turns).strip()
-    if not text or (current is not None and text == current.text):
+    base = versions.exclude(review_state=ReviewState.REJECTED).first()
+    text = steps.profile_update(profile=base.text if base else "", pages=turns).strip()
+    text = redactor_for(policy, PersonalDataAction.DO_NOT_STORE)(text)
+    if not text or (base is not None and text == base.text):
         return None
     version = ProfileVersion.objects.create(
         end_user_id=space.end_user_id,
         number=(current.number + 1) if current else 1,
         text=text,
         source_segment=segment,
+        review_state=review_state_for(policy, text),
     )
     version.source_pages.set(pages)
     return version.id
@@ -160,9 +179,21 @@ def _fact_sources(steps: MemorySteps, pages: list[Page], turns: list[TurnText], 
 
 
 def _knowledge_add(
-    space: MemorySpace, segment: Segment, sources: dict, user_facts: list[str], assistant_facts: list[str]
+    space: MemorySpace,
+    segment: Segment,
+    sources: dict,
+    user_facts: list[str],
+    assistant_facts: list[str],
+    policy: PersonalDataPolicy,
 ) -> list[int]:
-    """Store each new fact once, with its own embedding and a link to the pages it came from."""
+    """Store each new fact once, with its own embedding and a link to the pages it came from.
+
+    A fact loses the policy's do-not-store data before it is hashed, embedded or stored, and waits for review
+    when the policy asks. A fact a reviewer rejected is not stored again (its hash is still there).
+    """
+    redact = redactor_for(policy, PersonalDataAction.DO_NOT_STORE)
+    sources = {redact(fact): pages for fact, pages in sources.items()}
+    user_facts, assistant_facts = [redact(f) for f in user_facts], [redact(f) for f in assistant_facts]
     wanted = [(KnowledgeKind.USER, None, f) for f in user_facts] + [
         (KnowledgeKind.ASSISTANT, space.assistant_id, f) for f in assistant_facts
     ]
@@ -188,6 +219,7 @@ def _knowledge_add(
             text_hash=text_hash(text),
             embedding=vector,
             source_segment=segment,
+            review_state=review_state_for(policy, text),
         )
         entry.source_pages.set(sources[text] if text in sources else {p for ps in sources.values() for p in ps})
         ids.append(entry.id)

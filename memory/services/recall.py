@@ -6,6 +6,7 @@ from memory.models import Assistant, EndUser, MemorySpace
 from memory.retrieval import RetrievalResult, retrieve
 from memory.services.audit import Actor
 from memory.services.governance import memory_read_record
+from memory.services.personal_data import prompt_redactor
 from memory.services.turns import end_user_closed_check, space_get_or_create
 
 
@@ -26,6 +27,8 @@ def memory_retrieve(
     """
     try:
         space = space_get_or_create(end_user=end_user, assistant=assistant)
+        # the embedder gets the query as the model would: without the tenant's mask-in-prompts data
+        query = prompt_redactor(tenant=space.tenant_id)(query)
         result = retrieve(space=space, query=query, record_visits=record_visits and not space.paused)
         memory_read_record(
             actor=actor,

@@ -13,6 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import ChatReply, MemorySpace, Page, ReplyStatus
+from memory.services.personal_data import text_for_storage
 from memory.step_types import Usage
 
 
@@ -23,6 +24,7 @@ def chat_reply_claim(*, space: MemorySpace, idempotency_key: str, user_message: 
     conditional UPDATE), so a retry with the same key generates once more; a pending or done reply is returned as
     it is (not claimed), so a double submit creates no second turn. Commits at once, so a concurrent submit sees it.
     """
+    user_message = text_for_storage(tenant=space.tenant_id, text=user_message)  # the policy's do-not-store data
     try:
         with transaction.atomic():
             return ChatReply.objects.create(

@@ -14,6 +14,7 @@ from memory.models import Assistant, EndUser, MemorySpace, Page
 from memory.models.events import EventKind
 from memory.models.tiers import PageSource, ReplySource, Tier
 from memory.services.events import event_record
+from memory.services.personal_data import storage_redactor
 
 
 class InvalidTurn(ValueError):
@@ -90,6 +91,7 @@ def turn_record(
 ) -> TurnRecorded:
     """Append one page to the pair's STM; pages past STM capacity leave it, oldest first.
 
+    Personal data the tenant's policy says not to store is redacted from both texts first.
     `reply_source` is SYSTEM when the reply is text the system generated without a model (the offline reply):
     the transcript keeps it, memory never uses it.
 
@@ -104,6 +106,8 @@ def turn_record(
         raise InvalidTurn("the assistant is deactivated")
     _checked_text("user_message", user_message)
     _checked_text("assistant_reply", assistant_reply)
+    redact = storage_redactor(tenant=end_user.tenant_id)  # the tenant's do-not-store data never reaches a table
+    user_message, assistant_reply = redact(user_message), redact(assistant_reply)
     at = at or timezone.now()
     with transaction.atomic():
         end_user_write_lock(end_user)

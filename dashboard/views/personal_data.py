@@ -1,0 +1,103 @@
+"""Personal data (govern: dpo and admin): the tenant's policy, re-scans of stored memory with their progress, and
+revealing masked values on a user's memory page (with a reason, audited)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from dashboard.console import actor_of, console_or_404, get_or_404, record_read, request_id_of
+from dashboard.forms import PersonalDataPolicyForm, ReasonForm
+from dashboard.views.users import user_memory_context
+from memory.personal_data import CATEGORIES
+from memory.roles import Permission
+from memory.selectors.people import end_user_get
+from memory.selectors.review import personal_data_scan_get, personal_data_scan_list
+from memory.services.personal_data import (
+    PolicyError,
+    personal_data_policy_update,
+    personal_data_reveal_record,
+    personal_data_scan_start,
+)
+
+TEMPLATE = "dashboard/personal_data.html"
+SCANS_SHOWN = 10
+
+
+def _initial(policy) -> dict:
+    return {name: getattr(policy, name) for name in (*CATEGORIES, "phone_region", "review_mode")} | {
+        "government_id_patterns": "\n".join(policy.government_id_patterns),
+        "review_keywords": policy.review_keywords,
+    }
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def policy(request: HttpRequest, slug: str) -> HttpResponse:
+    console = console_or_404(request, slug, Permission.GOVERN)
+    form = PersonalDataPolicyForm(request.POST or None, initial=_initial(console.policy))
+    if form.is_bound and form.is_valid():
+        who = {"actor": actor_of(request), "reason": form.cleaned_data["reason"], "request_id": request_id_of(request)}
+        try:
+            personal_data_policy_update(tenant=console.tenant, **form.policy_values(), **who)
+        except PolicyError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, "The personal-data policy was saved. It applies to what is written from now on.")
+            return redirect("console:personal_data", slug)
+    scans = list(personal_data_scan_list(tenant=console.tenant)[:SCANS_SHOWN])
+    context = {"console": console, "form": form, "scans": scans, "categories": CATEGORIES}
+    return render(request, TEMPLATE, context, status=400 if form.is_bound else 200)
+
+
+@require_POST
+@login_required
+def scan_start(request: HttpRequest, slug: str) -> HttpResponse:
+    console = console_or_404(request, slug, Permission.GOVERN)
+    scan = personal_data_scan_start(tenant=console.tenant, actor=actor_of(request), request_id=request_id_of(request))
+    messages.success(request, f"Re-scan {scan.pk} is queued: stored memory is redacted under the current policy.")
+    return redirect("console:personal_data", slug)
+
+
+@require_GET
+@login_required
+def scan(request: HttpRequest, slug: str, scan_id: int) -> HttpResponse:
+    """One re-scan's progress (the row the policy page polls while it runs)."""
+    console = console_or_404(request, slug, Permission.GOVERN)
+    found = get_or_404(personal_data_scan_get, tenant=console.tenant, id=scan_id)
+    template = "dashboard/_scan.html" if request.htmx else "dashboard/scan.html"
+    return render(request, template, {"console": console, "scan": found})
+
+
+@require_POST
+@login_required
+def reveal(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
+    """The user's memory page with personal data unmasked, once: the reason is required and audited."""
+    console = console_or_404(request, slug, Permission.GOVERN)
+    end_user = get_or_404(end_user_get, tenant=console.tenant, id=end_user_id)
+    form = ReasonForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Revealing personal data needs a reason.")
+        return redirect("console:user", slug, end_user_id)
+    try:
+        personal_data_reveal_record(
+            end_user=end_user,
+            actor=actor_of(request),
+            reason=form.cleaned_data["reason"],
+            what="user memory page",
+            request_id=request_id_of(request),
+        )
+    except PolicyError as exc:
+        messages.error(request, str(exc))
+        return redirect("console:user", slug, end_user_id)
+    context = user_memory_context(request, replace(console, revealed=True), end_user, timezone.now())
+    record_read(request, end_user, "user memory page (revealed)")
+    response = render(request, "dashboard/user.html", context)
+    response["Cache-Control"] = "no-store"
+    return response

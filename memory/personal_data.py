@@ -1,0 +1,247 @@
+"""Personal-data detection and redaction: pure, regex-class and fast (no model, no database, no network).
+
+Categories: email addresses, phone numbers (the `phonenumbers` library's matcher, in the tenant's default region),
+payment card numbers (13-19 digits passing the Luhn check), IBANs (the ISO 13616 mod-97 check), government ids
+(regular expressions the tenant configures) and secrets (API keys of well-known shapes, and passwords written out
+in a sentence). A value found by two detectors counts once, for the more specific one (a card number is not also
+a phone number).
+
+Masks name the category only, except a card's, which keeps the last four digits so that a reply can still say
+"your card ending 4242".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import phonenumbers
+
+EMAIL, PHONE, CARD, IBAN, GOVERNMENT_ID, SECRET = "email", "phone", "card", "iban", "government_id", "secret"
+CATEGORIES: tuple[str, ...] = (EMAIL, PHONE, CARD, IBAN, GOVERNMENT_ID, SECRET)
+LABELS = {
+    EMAIL: "Email addresses",
+    PHONE: "Phone numbers",
+    CARD: "Payment card numbers",
+    IBAN: "IBANs",
+    GOVERNMENT_ID: "Government ids",
+    SECRET: "Secrets (API keys, passwords)",
+}
+# When two findings overlap, the earlier category wins (the more specific detector).
+PRIORITY = {SECRET: 0, IBAN: 1, CARD: 2, EMAIL: 3, GOVERNMENT_ID: 4, PHONE: 5}
+# A US social security number and a UK national insurance number: a new tenant's government ids.
+DEFAULT_GOVERNMENT_ID_PATTERNS = (
+    r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b",
+    r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b",
+)
+MAX_PATTERN_LENGTH = 300
+MAX_PATTERNS = 20
+
+EMAIL_RE = re.compile(r"(?<![\w.+'-])[A-Za-z0-9][A-Za-z0-9._%+'-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24}\b")
+CARD_RE = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+IBAN_RE = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b")
+SECRET_RES = (
+    re.compile(r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_-]{20,}"),  # OpenAI, Stripe style
+    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key ids
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b"),  # GitHub tokens
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}\b"),
+    re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"),  # Slack tokens
+    re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),  # Google API keys
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
+)
+# "password: xyz", "pwd=xyz", "my password is xyz", "the passcode was 'xyz'": the value alone is the secret.
+PASSWORD_RE = re.compile(
+    r"\b(?:password|passwort|passwd|pwd|passcode|passphrase|pin code|api key|secret key)s?\b"
+    r"(?P<sep>\s*[:=]\s*|\s+(?:is|was|is now|will be)\s*:?\s*)"
+    r"(?P<quote>[\"'`]?)(?P<value>[^\s\"'`]{3,128})",
+    re.IGNORECASE,
+)
+# Words that follow "password is" in ordinary sentences ("my password is wrong"): not a password.
+NOT_A_PASSWORD = frozenset({
+    "a", "an", "the", "my", "your", "his", "her", "our", "their", "its", "this", "that", "too", "not", "wrong",
+    "incorrect", "invalid", "expired", "weak", "strong", "long", "short", "required", "needed", "missing", "same",
+    "different", "correct", "right", "case", "sensitive", "empty", "blank", "reset", "changed", "locked", "stored",
+    "saved", "hidden", "secret", "safe", "secure", "unsafe", "insecure", "old", "new", "mandatory", "optional",
+    "shared", "simple", "easy", "hard", "complicated", "complex", "forgotten", "lost", "fine", "ok", "okay", "good",
+    "bad", "great", "terrible", "there", "here", "what", "which", "stolen", "compromised", "leaked", "visible",
+})  # fmt: skip
+IBAN_LENGTHS = {
+    "AD": 24, "AE": 23, "AT": 20, "BA": 20, "BE": 16, "BG": 22, "BH": 22, "BR": 29, "CH": 21, "CY": 28, "CZ": 24,
+    "DE": 22, "DK": 18, "EE": 20, "ES": 24, "FI": 18, "FO": 18, "FR": 27, "GB": 22, "GI": 23, "GL": 18, "GR": 27,
+    "HR": 21, "HU": 28, "IE": 22, "IL": 23, "IS": 26, "IT": 27, "KW": 30, "KZ": 20, "LB": 28, "LI": 21, "LT": 20,
+    "LU": 20, "LV": 21, "MC": 27, "ME": 22, "MK": 19, "MT": 31, "MU": 30, "NL": 18, "NO": 15, "PK": 24, "PL": 28,
+    "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SE": 24, "SI": 19, "SK": 24, "SM": 27, "TN": 24, "TR": 26,
+    "UA": 29,
+}  # fmt: skip
+MIN_PHONE_DIGITS = 7
+
+
+class InvalidPattern(ValueError):
+    """A government-id pattern that cannot be used; the message says why."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One piece of personal data in a text: its category and where it lies (`text[start:end]` is the value)."""
+
+    category: str
+    start: int
+    end: int
+    value: str
+
+    @property
+    def mask(self) -> str:
+        if self.category == CARD:
+            return f"[card ending {_digits(self.value)[-4:]}]"
+        return "[government id]" if self.category == GOVERNMENT_ID else f"[{self.category}]"
+
+
+@dataclass(frozen=True)
+class Detector:
+    """The detectors configured for one tenant: its phone region and its government-id patterns (compiled)."""
+
+    region: str = "GB"
+    government_ids: tuple[re.Pattern, ...] = ()
+
+    @classmethod
+    def configured(cls, *, region: str = "GB", government_id_patterns: Iterable[str] = ()) -> Detector:
+        return cls(region=region.upper(), government_ids=tuple(re.compile(p) for p in government_id_patterns))
+
+    def find(self, text: str, categories: Iterable[str] = CATEGORIES) -> list[Finding]:
+        """Every finding of `categories` in `text`, in order, overlaps resolved for the more specific category."""
+        wanted = set(categories)
+        found: list[Finding] = []
+        for category, finder in self._finders():
+            if category in wanted:
+                found.extend(finder(text))
+        return _without_overlaps(found)
+
+    def redact(self, text: str, categories: Iterable[str]) -> str:
+        """`text` with every finding of `categories` replaced by its mask."""
+        categories = set(categories)
+        if not categories or not text:
+            return text
+        return mask_findings(text, self.find(text, categories))
+
+    def _finders(self):
+        return (
+            (SECRET, _secrets),
+            (IBAN, _ibans),
+            (CARD, _cards),
+            (EMAIL, _emails),
+            (GOVERNMENT_ID, self._government_ids),
+            (PHONE, self._phones),
+        )
+
+    def _government_ids(self, text: str) -> list[Finding]:
+        return [
+            Finding(GOVERNMENT_ID, m.start(), m.end(), m.group())
+            for pattern in self.government_ids
+            for m in pattern.finditer(text)
+            if m.end() > m.start()
+        ]
+
+    def _phones(self, text: str) -> list[Finding]:
+        if sum(ch.isdigit() for ch in text) < MIN_PHONE_DIGITS:
+            return []  # the matcher is the slowest detector: skip texts that cannot hold a number
+        matcher = phonenumbers.PhoneNumberMatcher(text, self.region, leniency=phonenumbers.Leniency.VALID)
+        return [Finding(PHONE, m.start, m.end, m.raw_string) for m in matcher]
+
+
+def _digits(text: str) -> str:
+    return "".join(ch for ch in text if ch.isdigit())
+
+
+def mask_findings(text: str, findings: Sequence[Finding]) -> str:
+    """`text` with each finding (in order, not overlapping) replaced by its mask."""
+    parts, position = [], 0
+    for finding in findings:
+        parts += [text[position : finding.start], finding.mask]
+        position = finding.end
+    parts.append(text[position:])
+    return "".join(parts)
+
+
+def _without_overlaps(found: list[Finding]) -> list[Finding]:
+    kept: list[Finding] = []
+    for finding in sorted(found, key=lambda f: (PRIORITY[f.category], f.start - f.end, f.start)):
+        if all(finding.end <= other.start or finding.start >= other.end for other in kept):
+            kept.append(finding)
+    return sorted(kept, key=lambda f: f.start)
+
+
+def _emails(text: str) -> list[Finding]:
+    if "@" not in text:
+        return []
+    return [Finding(EMAIL, m.start(), m.end(), m.group()) for m in EMAIL_RE.finditer(text)]
+
+
+def luhn_valid(digits: str) -> bool:
+    """The Luhn checksum of a string of digits (payment card numbers end with it)."""
+    total = 0
+    for position, char in enumerate(reversed(digits)):
+        value = int(char)
+        if position % 2:
+            value = value * 2 - 9 if value > 4 else value * 2
+        total += value
+    return total % 10 == 0
+
+
+def _cards(text: str) -> list[Finding]:
+    found = []
+    for match in CARD_RE.finditer(text):
+        digits = _digits(match.group())
+        # issuers' numbers start with 2-6 (Mastercard, Visa, Amex, Discover, UnionPay...); all-equal digits are filler
+        if 13 <= len(digits) <= 19 and digits[0] in "23456" and len(set(digits)) > 1 and luhn_valid(digits):
+            found.append(Finding(CARD, match.start(), match.end(), match.group()))
+    return found
+
+
+def iban_valid(iban: str) -> bool:
+    """Whether `iban` (no spaces) is of a country that uses IBANs, has its length and passes the mod-97 check."""
+    if IBAN_LENGTHS.get(iban[:2]) != len(iban):
+        return False  # a country that has no IBANs, or the wrong length for its country
+    moved = iban[4:] + iban[:4]
+    return int("".join(str(int(ch, 36)) for ch in moved)) % 97 == 1
+
+
+def _ibans(text: str) -> list[Finding]:
+    found = []
+    for match in IBAN_RE.finditer(text):
+        # the pattern can run on into the next word ("GB82 WEST ... 32 THEN"): shorten it until the check passes
+        raw = match.group()
+        for end in range(len(raw), 14, -1):
+            candidate = raw[:end].rstrip()
+            if iban_valid(candidate.replace(" ", "")):
+                found.append(Finding(IBAN, match.start(), match.start() + len(candidate), candidate))
+                break
+    return found
+
+
+def _secrets(text: str) -> list[Finding]:
+    found = [Finding(SECRET, m.start(), m.end(), m.group()) for pattern in SECRET_RES for m in pattern.finditer(text)]
+    for match in PASSWORD_RE.finditer(text):
+        value = match.group("value").rstrip(".,;:!?)")
+        quoted_or_assigned = bool(match.group("quote")) or match.group("sep").strip()[:1] in {":", "="}
+        if len(value) >= 3 and (quoted_or_assigned or value.lower() not in NOT_A_PASSWORD):
+            start = match.start("value")
+            found.append(Finding(SECRET, start, start + len(value), value))
+    return found
+
+
+def government_id_patterns_check(patterns: Iterable[str]) -> list[str]:
+    """The patterns, stripped, each compiled once to prove it; raises InvalidPattern naming the bad one."""
+    checked = [p.strip() for p in patterns if p and p.strip()]
+    if len(checked) > MAX_PATTERNS:
+        raise InvalidPattern(f"at most {MAX_PATTERNS} patterns")
+    for pattern in checked:
+        if len(pattern) > MAX_PATTERN_LENGTH:
+            raise InvalidPattern(f"the pattern {pattern[:40]!r}… is longer than {MAX_PATTERN_LENGTH} characters")
+        try:
+            compiled = re.compile(pattern)
+        except re.error as exc:
+            raise InvalidPattern(f"the pattern {pattern!r} is not a valid regular expression: {exc}") from None
+        if compiled.fullmatch(""):
+            raise InvalidPattern(f"the pattern {pattern!r} matches empty text, so it would match everywhere")
+    return checked

@@ -1,0 +1,42 @@
+"""Reads for the review queue and the personal-data screens: pending long-term memory with its source turns, scans."""
+
+from __future__ import annotations
+
+from django.db.models import Prefetch, QuerySet
+
+from memory.models import KnowledgeEntry, Page, PersonalDataScan, ProfileVersion, ReviewState, Tenant
+
+SOURCE_PAGES = Prefetch(
+    "source_pages", queryset=Page.objects.without_vectors().select_related("space__assistant").order_by("seq")
+)
+
+
+def pending_knowledge_list(*, tenant: Tenant) -> QuerySet[KnowledgeEntry]:
+    """The tenant's facts awaiting review, oldest first, with their owner and source turns (three queries)."""
+    return (
+        KnowledgeEntry.objects.filter(end_user__tenant=tenant, review_state=ReviewState.PENDING)
+        .select_related("end_user", "assistant")
+        .prefetch_related(SOURCE_PAGES)
+        .without_vectors()
+        .order_by("created_at", "id")
+    )
+
+
+def pending_profile_version_list(*, tenant: Tenant) -> QuerySet[ProfileVersion]:
+    """The tenant's profile versions awaiting review, oldest first, with their owner and source turns."""
+    return (
+        ProfileVersion.objects.filter(end_user__tenant=tenant, review_state=ReviewState.PENDING)
+        .select_related("end_user")
+        .prefetch_related(SOURCE_PAGES)
+        .order_by("created_at", "id")
+    )
+
+
+def personal_data_scan_list(*, tenant: Tenant) -> QuerySet[PersonalDataScan]:
+    """The tenant's re-scans, newest first."""
+    return PersonalDataScan.objects.filter(tenant=tenant).order_by("-created_at", "-id")
+
+
+def personal_data_scan_get(*, tenant: Tenant, id: int) -> PersonalDataScan:
+    """One of the tenant's re-scans; raises PersonalDataScan.DoesNotExist."""
+    return PersonalDataScan.objects.get(tenant=tenant, id=id)
