@@ -58,6 +58,25 @@ class UserSearchForm(forms.Form):
     sort = forms.ChoiceField(required=False, choices=USER_SORT_CHOICES)
 
 
+CASE_TABS = [
+    ("short-term", "Short-term"),
+    ("mid-term", "Mid-term"),
+    ("long-term", "Long-term"),
+    ("chats", "Chats"),
+    ("audit", "Audit"),
+    ("search", "Search"),
+]
+
+
+class CaseForm(forms.Form):
+    """The case view's query string: which tab, which assistant's memory, a search text and a page of a list."""
+
+    tab = forms.ChoiceField(required=False, choices=CASE_TABS)
+    assistant = forms.CharField(required=False, max_length=100)
+    q = forms.CharField(required=False, max_length=200, label="Search this user's memory")
+    page = forms.IntegerField(required=False, min_value=1)
+
+
 class PreviewForm(forms.Form):
     q = forms.CharField(max_length=2000, label="Question", widget=forms.TextInput(attrs={"autocomplete": "off"}))
     assistant = forms.CharField(required=False, widget=forms.HiddenInput)

@@ -146,15 +146,9 @@ class SegmentRow:
 
 
 @dataclass
-class UserMemory:
-    """Everything the user memory screen shows, for one end user and one of their assistants."""
+class LongTermMemory:
+    """The user's profile versions (newest first) and knowledge with one assistant, user facts and its own."""
 
-    end_user: EndUser
-    spaces: list[MemorySpace]
-    space: MemorySpace | None
-    short_term: list[Page] = field(default_factory=list)
-    pending_pages: int = 0
-    segments: list[SegmentRow] = field(default_factory=list)
     profile_versions: list[ProfileVersion] = field(default_factory=list)
     user_knowledge: list[KnowledgeEntry] = field(default_factory=list)
     assistant_knowledge: list[KnowledgeEntry] = field(default_factory=list)
@@ -162,10 +156,6 @@ class UserMemory:
     @property
     def profile(self) -> ProfileVersion | None:
         return self.profile_versions[0] if self.profile_versions else None
-
-    @property
-    def knowledge_count(self) -> int:
-        return len(self.user_knowledge) + len(self.assistant_knowledge)
 
 
 def memory_spaces(*, end_user: EndUser) -> list[MemorySpace]:
@@ -179,25 +169,29 @@ def space_with(spaces: list[MemorySpace], assistant_external_id: str) -> MemoryS
     return chosen or next(iter(spaces), None)
 
 
-def user_memory(*, end_user: EndUser, assistant_external_id: str = "", now: datetime) -> UserMemory:
-    """STM, MTM (segments by heat, hottest first) and LPM of the user with one assistant, in a fixed 6 queries.
+def short_term_list(*, space: MemorySpace) -> list[Page]:
+    """The space's short-term pages, oldest first."""
+    return list(Page.objects.filter(space=space, tier=Tier.SHORT_TERM).without_vectors().order_by("seq"))
 
-    The assistant is `assistant_external_id` when the user has memory with it, else their first one.
-    """
-    spaces = memory_spaces(end_user=end_user)
-    space = space_with(spaces, assistant_external_id)
-    memory = UserMemory(end_user=end_user, spaces=spaces, space=space)
+
+def pages_pending_count(*, space: MemorySpace) -> int:
+    """Pages that left short-term memory and wait to be placed into a segment."""
+    return Page.objects.filter(space=space, tier=Tier.MID_TERM, segment__isnull=True).count()
+
+
+def segment_rows(*, space: MemorySpace, now: datetime) -> list[SegmentRow]:
+    """The space's segments with their heat and page count, hottest first; one query."""
+    segments = Segment.objects.filter(space=space).without_vectors().annotate(page_count=Count("pages"))
+    rows = [SegmentRow(segment=s, heat=segment_heat(s, now), page_count=s.page_count) for s in segments]
+    return sorted(rows, key=lambda r: (-r.heat.value, r.segment.id))
+
+
+def long_term_memory(*, end_user: EndUser, space: MemorySpace) -> LongTermMemory:
+    """The profile's versions and the knowledge of the user with the space's assistant; two queries."""
+    memory = LongTermMemory()
     memory.profile_versions = list(
         ProfileVersion.objects.filter(end_user=end_user).select_related("source_segment").order_by("-number")
     )
-    if space is None:
-        return memory
-    pages = Page.objects.filter(space=space).without_vectors()
-    memory.short_term = list(pages.filter(tier=Tier.SHORT_TERM).order_by("seq"))
-    memory.pending_pages = pages.filter(tier=Tier.MID_TERM, segment__isnull=True).count()
-    segments = Segment.objects.filter(space=space).without_vectors().annotate(page_count=Count("pages"))
-    rows = [SegmentRow(segment=s, heat=segment_heat(s, now), page_count=s.page_count) for s in segments]
-    memory.segments = sorted(rows, key=lambda r: (-r.heat.value, r.segment.id))
     knowledge = (
         KnowledgeEntry.objects.filter(end_user=end_user)
         .filter(Q(kind=KnowledgeKind.USER) | Q(assistant=space.assistant))
