@@ -195,9 +195,9 @@ def chat_turns_page(*, space: MemorySpace, number, per_page: int) -> paginator.P
     return page
 
 
-def reply_memory(*, reply: ChatReply) -> ReplyMemory:
-    """The memory one reply used, as items to link to (the page view's chat reply)."""
-    return _reply_memory(reply, _items_used(reply.space, [reply]))
+def reply_memory(*, reply: ChatReply, space: MemorySpace) -> ReplyMemory:
+    """The memory one reply of `space` used, as items to link to (the page view's chat reply); four queries."""
+    return _reply_memory(reply, _items_used(space, [reply]))
 
 
 # --- Audit of one user --------------------------------------------------------------------------------------------
