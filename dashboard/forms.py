@@ -93,10 +93,13 @@ class DiffForm(forms.Form):
 
 class AuditFilterForm(forms.Form):
     user = forms.CharField(required=False, max_length=200, help_text="Name, email, external id or id")
-    actor = forms.CharField(required=False, max_length=200, help_text="Operator name or kind")
+    actor = forms.CharField(
+        required=False, max_length=200, help_text="An operator, a token, an end user (name or external id), or a kind"
+    )
     action = forms.ChoiceField(required=False)
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), label="From")
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), label="To")
+    hide_reads = forms.BooleanField(required=False, label="Hide reads", help_text="Memory reads and replies' memory")
 
     def __init__(self, *args, actions: list[str], **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -106,7 +109,11 @@ class AuditFilterForm(forms.Form):
         cleaned = super().clean()
         since, until = cleaned.get("since"), cleaned.get("until")
         if since and until and since > until:
-            self.add_error("until", "The end date is before the start date.")
+            cleaned.pop("since")  # an inverted range narrows nothing: say so rather than show no entries
+            self.add_error(
+                "until",
+                f"“To” ({until:%-d %b %Y}) is before “From” ({since:%-d %b %Y}), so no date range is applied.",
+            )
         return cleaned
 
 

@@ -31,7 +31,7 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Cast, Coalesce, TruncDate
+from django.db.models.functions import Cast, Coalesce, NullIf, TruncDate
 
 from memory.heat import Heat, heat_sql, segment_heat
 from memory.models import (
@@ -367,14 +367,31 @@ class AuditFilter:
     action: str = ""
     since: date | None = None
     until: date | None = None
+    hide_reads: bool = False
+
+
+# Entries that record a read of memory, not a change: operators' reads and the memory injected into a reply.
+READ_ACTIONS = ("memory.read", "reply.memory_injected")
+
+
+def _matching_end_users(tenant: Tenant, text: str) -> QuerySet[EndUser]:
+    """The tenant's end users that `text` names: external id or email exactly, display name in part, or id."""
+    match = Q(external_id__iexact=text) | Q(display_name__icontains=text) | Q(email__iexact=text)
+    if (pk := id_from_text(text)) is not None:
+        match |= Q(pk=pk)
+    return EndUser.objects.filter(tenant=tenant).filter(match)
 
 
 def audit_entries(*, tenant: Tenant, filters: AuditFilter) -> QuerySet[AuditEntry]:
-    """The tenant's audit entries, newest first, narrowed by user (name, external id or id), actor, action, dates.
+    """The tenant's audit entries, newest first, narrowed by user (name, external id or id), actor (an operator's
+    or token's name, an end user acting themselves, or a kind), action, dates, and without reads if asked.
 
-    Each entry carries `operator_name`: the operator's username, for entries whose label erasure emptied.
+    Each entry carries `operator_name` (the operator's username, for entries whose label erasure emptied) and
+    `end_user_actor` (the name of the end user who acted, where one did and still exists).
     """
     operator = get_user_model().objects.annotate(key=Cast("pk", CharField())).filter(key=OuterRef("actor_id"))
+    acting_user = EndUser.objects.annotate(key=Cast("pk", CharField())).filter(tenant=tenant, key=OuterRef("actor_id"))
+    acting_name = Coalesce(NullIf("display_name", Value("")), "external_id")
     entries = (
         AuditEntry.objects.filter(tenant=tenant)
         .select_related("end_user")
@@ -382,27 +399,34 @@ def audit_entries(*, tenant: Tenant, filters: AuditFilter) -> QuerySet[AuditEntr
             operator_name=Case(
                 When(actor_kind=ActorKind.OPERATOR, then=Subquery(operator.values("username")[:1])),
                 default=Value(""),
-            )
+            ),
+            # an end user acting on their own memory, by name while they exist (an erased one has no row)
+            end_user_actor=Case(
+                When(
+                    actor_kind=ActorKind.END_USER,
+                    then=Subquery(acting_user.annotate(name=acting_name).values("name")[:1]),
+                ),
+                default=Value(""),
+            ),
         )
     )
     if filters.user:
-        users = EndUser.objects.filter(tenant=tenant).filter(
-            Q(external_id__iexact=filters.user)
-            | Q(display_name__icontains=filters.user)
-            | Q(email__iexact=filters.user)
-        )
-        match = Q(subject_id__in=users.values("pk"))
+        match = Q(subject_id__in=_matching_end_users(tenant, filters.user).values("pk"))
         if (pk := id_from_text(filters.user)) is not None:
             match |= Q(subject_id=pk)
         entries = entries.filter(match)
     if filters.actor:
+        acting = _matching_end_users(tenant, filters.actor).annotate(key=Cast("pk", CharField())).values("key")
         entries = entries.filter(
             Q(actor_label__icontains=filters.actor)
             | Q(operator_name__icontains=filters.actor)
             | Q(actor_kind=filters.actor)
+            | Q(actor_kind=ActorKind.END_USER, actor_id__in=acting)
         )
     if filters.action:
         entries = entries.filter(action=filters.action)
+    if filters.hide_reads:
+        entries = entries.exclude(action__in=READ_ACTIONS)
     if filters.since:
         entries = entries.filter(created_at__date__gte=filters.since)
     if filters.until:

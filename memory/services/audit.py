@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -130,13 +130,16 @@ class ChainReport:
     checked: int
     first_broken_seq: int | None = None
     problem: str = ""
+    since: datetime | None = None  # when the first entry was written (None for an empty chain)
 
 
 def audit_verify(*, tenant: Tenant) -> ChainReport:
     """Walk the tenant's chain in order; report the first entry whose content, hash or link does not hold."""
     previous = GENESIS
     checked = 0
+    since = None
     for entry in AuditEntry.objects.filter(tenant=tenant).order_by("seq").iterator(chunk_size=2000):
+        since = since or entry.created_at
         expected_seq = checked + 1
         problem = ""
         if entry.seq != expected_seq:
@@ -148,10 +151,10 @@ def audit_verify(*, tenant: Tenant) -> ChainReport:
         elif chain_hash(entry) != entry.hash:
             problem = "its hash does not match its fields"
         if problem:
-            return ChainReport(ok=False, checked=checked, first_broken_seq=entry.seq, problem=problem)
+            return ChainReport(False, checked, first_broken_seq=entry.seq, problem=problem, since=since)
         previous = entry.hash
         checked += 1
-    return ChainReport(ok=True, checked=checked)
+    return ChainReport(ok=True, checked=checked, since=since)
 
 
 def _tombstone(entries) -> int:
