@@ -4,8 +4,10 @@ is shown (the page no longer renders every tier at once). Every tab's read is au
 from __future__ import annotations
 
 from collections.abc import Callable
+from urllib.parse import quote
 
 from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.http import HttpRequest
 from django.utils import timezone
 
@@ -18,6 +20,7 @@ from memory.selectors.console import long_term_memory, pages_pending_count, segm
 
 DEFAULT_TAB = "short-term"
 CHATS_PER_PAGE = 20
+ROWS_PER_PAGE = 25  # segments, and facts of each store: the rows' action buttons make long tables slow to render
 AUDIT_PER_PAGE = 50
 COUNTED = {"short-term": "short_term", "mid-term": "segments", "long-term": "knowledge", "chats": "chats"}
 COUNTED["audit"] = "audit"
@@ -51,11 +54,19 @@ def _short_term(request, end_user: EndUser, space: MemorySpace, query: str) -> d
 def _mid_term(request, end_user: EndUser, space: MemorySpace, query: str) -> dict:
     rows = segment_rows(space=space, now=timezone.now())
     heat_plot = figure_html(user_heat_figure(rows), div_id="user-heat") if rows else ""
-    return {"segments": rows, "pending_pages": pages_pending_count(space=space), "heat_plot": heat_plot}
+    segments = Paginator(rows, ROWS_PER_PAGE).get_page(request.GET.get("page"))
+    return {"segments": segments, "pending_pages": pages_pending_count(space=space), "heat_plot": heat_plot}
 
 
 def _long_term(request, end_user: EndUser, space: MemorySpace, query: str) -> dict:
-    return {"long_term": long_term_memory(end_user=end_user, space=space)}
+    """The profile and a page of each knowledge store (the same page number for both, newest first)."""
+    memory = long_term_memory(end_user=end_user, space=space)
+    longest = max(memory.user_knowledge, memory.assistant_knowledge, key=len)
+    facts = Paginator(longest, ROWS_PER_PAGE).get_page(request.GET.get("page"))
+    totals = {"user": len(memory.user_knowledge), "assistant": len(memory.assistant_knowledge)}
+    shown = slice(facts.start_index() - 1 if longest else 0, facts.end_index())
+    memory.user_knowledge, memory.assistant_knowledge = memory.user_knowledge[shown], memory.assistant_knowledge[shown]
+    return {"long_term": memory, "facts_page": facts, "facts_total": totals}
 
 
 def _chats(request, end_user: EndUser, space: MemorySpace, query: str) -> dict:
@@ -86,6 +97,7 @@ def tab_context(request: HttpRequest, *, tab: str, end_user: EndUser, space: Mem
         return {}
     what, read = TAB_READS[tab]
     context = read(request, end_user, space, query)
+    context["next_query"] = quote(request.get_full_path(), safe="/")  # once, not once per action button
     if tab == "search":  # what was looked for is part of the read
         what = f"{what} for “{query.strip()[:100]}”"
     record_read(request, end_user, what, "memoryspace", space.pk)

@@ -34,7 +34,7 @@ def test_the_mid_term_tab_shows_segments_with_their_heat_and_chart(client, agent
 
     response = client.get(url(alice), {"tab": "mid-term"})
 
-    assert len(response.context["segments"]) == 4
+    assert len(response.context["segments"].object_list) == 4
     body = response.content.decode()
     assert "Mid-term memory" in body and "N_visit" in body and "L_interaction" in body and "R_recency" in body
     assert 'id="user-heat"' in body and 'data-plotly-src="/static/vendor/plotly/plotly.min.js"' in body
@@ -67,7 +67,7 @@ def test_segments_are_sorted_by_heat_hottest_first(client, agent_user, alice, al
     builders.heat_set(coolest, n_visit=3)
     client.force_login(agent_user)
 
-    rows = client.get(url(alice), {"tab": "mid-term"}).context["segments"]
+    rows = client.get(url(alice), {"tab": "mid-term"}).context["segments"].object_list
 
     assert [r.segment.pk for r in rows[:2]] == [hottest.pk, coolest.pk]
     assert rows[0].heat.n_visit == 7 and rows[0].heat.value > rows[1].heat.value > rows[2].heat.value
@@ -117,7 +117,7 @@ def test_it_switches_between_the_users_assistants_and_keeps_the_tab(client, agen
 
     response = client.get(url(alice), {"assistant": "max", "tab": "mid-term"})
 
-    assert response.context["space"].assistant == max_ and response.context["segments"] == []
+    assert response.context["space"].assistant == max_ and not response.context["segments"].object_list
     body = response.content.decode()
     assert "Memory with" in body and '<input type="hidden" name="tab" value="mid-term">' in body
     assert len(client.get(url(alice), {"assistant": "max"}).context["short_term"]) == 1
@@ -148,3 +148,18 @@ def test_a_segment_summary_with_markup_is_a_plain_label_in_the_heat_chart(client
     figure = json.loads(chart[chart.index(">") + 1 :])
     assert "hi" in chart and "<a href" not in chart and "\\u003ca href" not in chart
     assert any(label.endswith('&lt;a href="//e.x"&gt;hi&lt;/a&gt;&lt;/script&gt;') for label in figure["data"][0]["y"])
+
+
+def test_long_lists_come_a_page_at_a_time(client, supervisor_user, alice, alice_space):
+    for n in range(30):
+        builders.segment(alice_space, summary=f"Cold topic {n}")
+        builders.knowledge(alice, text=f"The user said thing {n}.")
+    client.force_login(supervisor_user)
+
+    first = client.get(url(alice), {"tab": "mid-term"})
+    second = client.get(url(alice), {"tab": "mid-term", "page": 2}, **HX)
+    facts = client.get(url(alice), {"tab": "long-term", "page": 2})
+
+    assert len(first.context["segments"].object_list) == 25 and len(second.context["segments"].object_list) == 9
+    assert 'href="/console/acme/users/%d/?tab=mid-term&amp;page=2"' % alice.pk in first.content.decode()
+    assert 0 < len(facts.context["long_term"].user_knowledge) <= 25 and facts.context["facts_page"].number == 2
