@@ -52,8 +52,10 @@ def _short_term(request, end_user: EndUser, space: MemorySpace, query: str) -> d
 
 
 def _mid_term(request, end_user: EndUser, space: MemorySpace, query: str) -> dict:
+    """The segments, a page at a time; the heat chart only once its section is opened (`chart=open`)."""
     rows = segment_rows(space=space, now=timezone.now())
-    heat_plot = figure_html(user_heat_figure(rows), div_id="user-heat") if rows else ""
+    chart = rows and request.GET.get("chart") == "open"
+    heat_plot = figure_html(user_heat_figure(rows), div_id="user-heat") if chart else ""
     segments = Paginator(rows, ROWS_PER_PAGE).get_page(request.GET.get("page"))
     return {"segments": segments, "pending_pages": pages_pending_count(space=space), "heat_plot": heat_plot}
 

@@ -1,5 +1,5 @@
 """The console's case view and audit log in a real Chromium: a supervisor moves between a user's tabs (the heat
-chart, and plotly.js with it, loads only when its tab opens), searches the user's memory and follows a chat reply
+chart, and plotly.js with it, loads only when its section opens), searches the user's memory and follows a chat reply
 to the fact it used; a data-protection officer filters the audit log and gets the same view back after a reload.
 Screenshots: var/screenshots/case-*."""
 
@@ -45,8 +45,11 @@ def test_a_supervisor_moves_between_tabs_searches_and_follows_a_reply_to_its_mem
     assert plotly_requests == [] and page.evaluate("typeof window.Plotly") == "undefined"
 
     page.click(".case-tabs a[data-tab=mid-term]")
-    page.wait_for_selector("#user-heat .main-svg")  # drawn once plots.js fetched plotly.js
+    expect(page.locator("#tab-mid-term tbody tr").first).to_be_visible()
     assert page.url.endswith("?tab=mid-term&assistant=ava")  # htmx pushed the tab's own URL
+    assert plotly_requests == []  # the chart's section is closed
+    page.click(".chart-section summary")
+    page.wait_for_selector("#user-heat .main-svg")  # drawn once plots.js fetched plotly.js
     assert len(plotly_requests) == 1
     screenshot(page, "case-mid-term")
 

@@ -29,7 +29,9 @@ def test_it_opens_on_short_term_memory_in_order_and_offers_every_tab(client, age
     assert f'href="{url(alice)}?tab=mid-term&amp;assistant=ava"' in body  # every tab is a plain link too
 
 
-def test_the_mid_term_tab_shows_segments_with_their_heat_and_chart(client, agent_user, alice, alice_space):
+def test_the_mid_term_tab_shows_segments_with_their_heat_and_a_closed_chart_section(
+    client, agent_user, alice, alice_space
+):
     client.force_login(agent_user)
 
     response = client.get(url(alice), {"tab": "mid-term"})
@@ -37,8 +39,21 @@ def test_the_mid_term_tab_shows_segments_with_their_heat_and_chart(client, agent
     assert len(response.context["segments"].object_list) == 4
     body = response.content.decode()
     assert "Mid-term memory" in body and "N_visit" in body and "L_interaction" in body and "R_recency" in body
-    assert 'id="user-heat"' in body and 'data-plotly-src="/static/vendor/plotly/plotly.min.js"' in body
-    assert '<script src="/static/vendor/plotly/plotly.min.js"' not in body  # fetched by plots.js, only for a chart
+    assert 'id="user-heat"' not in body and 'hx-trigger="toggle once" hx-target="#heat-chart"' in body
+    assert 'data-plotly-src="/static/vendor/plotly/plotly.min.js"' in body  # plots.js fetches it for a chart
+    assert '<script src="/static/vendor/plotly/plotly.min.js"' not in body
+
+
+def test_opening_the_chart_section_fetches_the_chart_alone(client, agent_user, alice, alice_space):
+    client.force_login(agent_user)
+
+    chart = client.get(url(alice), {"tab": "mid-term", "chart": "open"}, HTTP_HX_TARGET="heat-chart", **HX)
+    page = client.get(url(alice), {"tab": "mid-term", "chart": "open"})
+
+    body = chart.content.decode()
+    assert body.lstrip().startswith('<div class="plot">') and 'id="user-heat"' in body and "<table" not in body
+    assert '<details class="chart-section" open>' in page.content.decode()
+    assert 'id="user-heat"' in page.content.decode()
 
 
 def test_the_long_term_tab_shows_the_profile_and_knowledge(client, agent_user, alice, alice_space):
@@ -141,7 +156,7 @@ def test_a_segment_summary_with_markup_is_a_plain_label_in_the_heat_chart(client
     builders.segment(alice_space, summary='<a href="//e.x">hi</a></script>', n_visit=3)
     client.force_login(agent_user)
 
-    body = client.get(url(alice), {"tab": "mid-term"}).content.decode()
+    body = client.get(url(alice), {"tab": "mid-term", "chart": "open"}).content.decode()
 
     start = body.index('data-plotly-for="user-heat"')
     chart = body[start : body.index("</script>", start)].lower()
