@@ -54,7 +54,7 @@ def user_detail(request: HttpRequest, slug: str, end_user_id: int) -> HttpRespon
     tab = case_tab(tab, query=query, can_govern=console.can_govern)
     context = {"console": console, "end_user": end_user, "spaces": spaces, "space": space, "form": form, "tab": tab}
     context["tabs"] = case_tabs(case_counts(end_user=end_user, space=space), can_govern=console.can_govern)
-    context.update(tab_context(request, tab=tab, end_user=end_user, space=space, query=query))
+    context |= tab_context(request, tab=tab, end_user=end_user, space=space, query=query)
     if request.htmx.target == "heat-chart":  # the chart's section was opened: the chart alone
         return render(request, "dashboard/_case_heat_chart.html", context)
     return render(request, page_or_partial(request, "dashboard/user.html", "case"), context)
