@@ -135,7 +135,7 @@ def _serve(stack: ExitStack, options: ConsoleBenchOptions) -> str:
 @contextmanager
 def _context(browser, base: str, state=None) -> Iterator:
     context = browser.new_context(base_url=base, viewport={"width": 1280, "height": 900}, storage_state=state)
-    context.set_default_timeout(30_000)
+    context.set_default_timeout(90_000)  # plotly.js on a loaded 2-core machine can take tens of seconds
     try:
         yield context
     finally:
@@ -151,6 +151,8 @@ def _log_in(browser, base: str, username: str, password: str) -> dict:
         tab.fill("input[name=password]", password)
         with tab.expect_navigation():
             tab.click("button[type=submit]")
+        if "/accounts/login/" in tab.url:
+            raise RuntimeError(f"the benchmark operator {username} could not log in")
         return context.storage_state()
 
 
@@ -158,6 +160,8 @@ def _load(tab, path: str, selector: str) -> dict:
     response = tab.goto(path, wait_until="load")
     if response is None or response.status != 200:
         raise RuntimeError(f"{path} answered {response.status if response else 'nothing'}")
+    if not response.url.endswith(path):  # a redirect (to the login page): the timing would be of another page
+        raise RuntimeError(f"{path} led to {response.url}")
     if selector:
         tab.wait_for_selector(selector)
     return tab.evaluate(LOADED_JS, selector)
