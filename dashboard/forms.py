@@ -62,6 +62,25 @@ class UserSearchForm(forms.Form):
     sort = forms.ChoiceField(required=False, choices=USER_SORT_CHOICES)
 
 
+CASE_TABS = [
+    ("short-term", "Short-term"),
+    ("mid-term", "Mid-term"),
+    ("long-term", "Long-term"),
+    ("chats", "Chats"),
+    ("audit", "Audit"),
+    ("search", "Search"),
+]
+
+
+class CaseForm(forms.Form):
+    """The case view's query string: which tab, which assistant's memory, a search text and a page of a list."""
+
+    tab = forms.ChoiceField(required=False, choices=CASE_TABS)
+    assistant = forms.CharField(required=False, max_length=100)
+    q = forms.CharField(required=False, max_length=200, label="Search this user's memory")
+    page = forms.IntegerField(required=False, min_value=1)
+
+
 class PreviewForm(forms.Form):
     q = forms.CharField(max_length=2000, label="Question", widget=forms.TextInput(attrs={"autocomplete": "off"}))
     assistant = forms.CharField(required=False, widget=forms.HiddenInput)
@@ -78,10 +97,13 @@ class DiffForm(forms.Form):
 
 class AuditFilterForm(forms.Form):
     user = forms.CharField(required=False, max_length=200, help_text="Name, email, external id or id")
-    actor = forms.CharField(required=False, max_length=200, help_text="Operator name or kind")
+    actor = forms.CharField(
+        required=False, max_length=200, help_text="An operator, a token, an end user (name or external id), or a kind"
+    )
     action = forms.ChoiceField(required=False)
     since = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), label="From")
     until = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}), label="To")
+    hide_reads = forms.BooleanField(required=False, label="Hide reads", help_text="Memory reads and replies' memory")
 
     def __init__(self, *args, actions: list[str], **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -91,7 +113,11 @@ class AuditFilterForm(forms.Form):
         cleaned = super().clean()
         since, until = cleaned.get("since"), cleaned.get("until")
         if since and until and since > until:
-            self.add_error("until", "The end date is before the start date.")
+            cleaned.pop("since")  # an inverted range narrows nothing: say so rather than show no entries
+            self.add_error(
+                "until",
+                f"“To” ({until:%-d %b %Y}) is before “From” ({since:%-d %b %Y}), so no date range is applied.",
+            )
         return cleaned
 
 

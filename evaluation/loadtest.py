@@ -145,6 +145,7 @@ def _child_env(*, database_url: str, broker_url: str, llm_url: str, out: Path) -
         EMBEDDING_BACKEND="openai",  # the fake's hashed vectors: five processes cannot each load a local model here
         EMBEDDING_MODEL="fake-load-embedding",
         EXPORT_DIR=str(out / "exports"),
+        STATIC_ROOT=str(out / "static"),  # collected as a release collects them (manage.py collectstatic)
     )
     return env
 
@@ -158,6 +159,9 @@ def _servers(stack: ExitStack, env: dict[str, str], out: Path, port: int) -> Non
     worker = [python, "-m", "celery", "-A", "memoryos_site", "worker", "-l", "info", "--concurrency", "2"]
     worker += ["--without-gossip", "--without-mingle"]
     beat = [python, "-m", "celery", "-A", "memoryos_site", "beat", "-l", "info", "-s", str(out / "celerybeat-schedule")]
+    with (out / "collectstatic.log").open("w") as log:  # the hashed, compressed files pages link, as in production
+        collect = [python, "manage.py", "collectstatic", "--no-input", "-v", "0"]
+        subprocess.run(collect, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, check=True)
     stack.enter_context(_process(worker, env=env, log=out / "worker.log"))
     stack.enter_context(_process(beat, env=env, log=out / "beat.log"))
     site = stack.enter_context(_process(gunicorn, env=env, log=out / "gunicorn.log"))

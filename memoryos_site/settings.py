@@ -253,6 +253,16 @@ STATICFILES_FINDERS = [
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
 if not env_str("STATIC_ROOT"):
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns on every start while it is missing
+# collectstatic writes every file under a content-hashed name with gzip and brotli copies; with STATIC_COLLECTED
+# pages link those names and whitenoise serves them compressed, cached for a year. Production collects at each
+# release, `make run` at each start (manage.py serve); tests and a bare runserver serve the source files instead.
+STATIC_COLLECTED = env_bool("STATIC_COLLECTED", not DEBUG)
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "memoryos_site.staticfiles.CollectedStaticStorage"},
+}
+WHITENOISE_KEEP_ONLY_HASHED_FILES = True  # every link is a hashed name; the plain copies would only be compressed
+WHITENOISE_USE_FINDERS = WHITENOISE_AUTOREFRESH = DEBUG and not STATIC_COLLECTED
 
 # --- Security (production defaults when DEBUG is off; each can be overridden) ------------------------------------
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("SECURE_PROXY_SSL_HEADER", False) else None

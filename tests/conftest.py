@@ -53,6 +53,12 @@ PASSWORD = "a-long-test-password"  # every persona's password
 
 
 @pytest.fixture(autouse=True)
+def static_source_files(settings):
+    """Pages link static files by their own names, served by the finders: tests never run collectstatic first."""
+    settings.STATIC_COLLECTED = False
+
+
+@pytest.fixture(autouse=True)
 def fast_password_hashing(settings):
     """Hashing is deliberately slow; tests log in a lot and check nothing about the hasher."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

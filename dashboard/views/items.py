@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET
 
 from dashboard.console import console_or_404, get_or_404, record_read
 from dashboard.plots import figure_html, segment_heat_figure
+from memory.selectors.case import reply_memory
 from memory.selectors.console import page_detail, segment_detail
 from memory.selectors.items import knowledge_get, page_get, segment_get
 
@@ -35,7 +36,9 @@ def page(request: HttpRequest, slug: str, page_id: int) -> HttpResponse:
     detail = page_detail(page=get_or_404(page_get, tenant=console.tenant, id=page_id))
     end_user = detail.page.end_user
     record_read(request, end_user, "page", "page", page_id)
-    return render(request, "dashboard/page.html", {"console": console, "end_user": end_user, "detail": detail})
+    used = reply_memory(reply=detail.reply, space=detail.page.space) if detail.reply else None
+    context = {"console": console, "end_user": end_user, "detail": detail, "reply_memory": used}
+    return render(request, "dashboard/page.html", context)
 
 
 @require_GET

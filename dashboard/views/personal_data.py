@@ -9,12 +9,11 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from dashboard.console import actor_of, console_or_404, get_or_404, record_read, request_id_of
 from dashboard.forms import PersonalDataPolicyForm, ReasonForm
-from dashboard.views.users import user_memory_context
+from dashboard.views.users import user_case_context
 from memory.personal_data import CATEGORIES
 from memory.roles import Permission
 from memory.selectors.people import end_user_get
@@ -96,7 +95,7 @@ def reveal(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
     except PolicyError as exc:
         messages.error(request, str(exc))
         return redirect("console:user", slug, end_user_id)
-    context = user_memory_context(request, replace(console, revealed=True), end_user, timezone.now())
+    context = user_case_context(request, replace(console, revealed=True), end_user)
     record_read(request, end_user, "user memory page (revealed)")
     response = render(request, "dashboard/user.html", context)
     response["Cache-Control"] = "no-store"

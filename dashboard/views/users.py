@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from dashboard.cases import case_tab, case_tabs, tab_context
 from dashboard.console import Console, console_or_404, get_or_404, page_or_partial, record_read
 from dashboard.diffs import profile_diff
-from dashboard.forms import DiffForm, PreviewForm, UserSearchForm
-from dashboard.plots import figure_html, user_heat_figure
+from dashboard.forms import CaseForm, DiffForm, PreviewForm, UserSearchForm
 from dashboard.previews import preview_build
 from memory.models import EndUser
-from memory.selectors.console import end_users_page, memory_spaces, space_with, user_memory
+from memory.selectors.case import case_counts
+from memory.selectors.console import end_users_page, memory_spaces, space_with
 from memory.selectors.items import profile_version_list
 from memory.selectors.people import end_user_get
 
@@ -45,19 +44,27 @@ def users(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 @login_required
 def user_detail(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
+    """The case view: one tab of the user's memory (or a search in it), the tab alone for an HTMX request."""
     console = console_or_404(request, slug)
     end_user = get_or_404(end_user_get, tenant=console.tenant, id=end_user_id)
-    context = user_memory_context(request, console, end_user, timezone.now())
-    memory = context["memory"]
-    record_read(request, end_user, "user memory page", "memoryspace", memory.space.pk if memory.space else None)
-    return render(request, "dashboard/user.html", context)
+    context = user_case_context(request, console, end_user)
+    if request.htmx.target == "heat-chart":  # the chart's section was opened: the chart alone
+        return render(request, "dashboard/_case_heat_chart.html", context)
+    return render(request, page_or_partial(request, "dashboard/user.html", "case"), context)
 
 
-def user_memory_context(request: HttpRequest, console: Console, end_user: EndUser, now: datetime) -> dict:
-    """What the user's memory page shows (its reveal, dashboard.views.personal_data, renders the same)."""
-    memory = user_memory(end_user=end_user, assistant_external_id=request.GET.get("assistant", ""), now=now)
-    heat_plot = figure_html(user_heat_figure(memory.segments), div_id="user-heat") if memory.segments else ""
-    return {"console": console, "end_user": end_user, "memory": memory, "heat_plot": heat_plot}
+def user_case_context(request: HttpRequest, console: Console, end_user: EndUser) -> dict:
+    """What the case view shows for the query string's tab or search (its reveal, dashboard.views.personal_data,
+    renders the same with personal data unmasked)."""
+    form = CaseForm(request.GET)
+    form.is_valid()
+    tab, query = form.cleaned_data.get("tab") or "", form.cleaned_data.get("q", "")
+    spaces = memory_spaces(end_user=end_user)
+    space = space_with(spaces, form.cleaned_data.get("assistant", ""))
+    tab = case_tab(tab, query=query, can_govern=console.can_govern)
+    context = {"console": console, "end_user": end_user, "spaces": spaces, "space": space, "form": form, "tab": tab}
+    context["tabs"] = case_tabs(case_counts(end_user=end_user, space=space), can_govern=console.can_govern)
+    return context | tab_context(request, tab=tab, end_user=end_user, space=space, query=query)
 
 
 @require_GET

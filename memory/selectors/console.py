@@ -31,7 +31,7 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Cast, Coalesce, TruncDate
+from django.db.models.functions import Cast, Coalesce, NullIf, TruncDate
 
 from memory.heat import Heat, heat_sql, segment_heat
 from memory.models import (
@@ -151,15 +151,9 @@ class SegmentRow:
 
 
 @dataclass
-class UserMemory:
-    """Everything the user memory screen shows, for one end user and one of their assistants."""
+class LongTermMemory:
+    """The user's profile versions (newest first) and knowledge with one assistant, user facts and its own."""
 
-    end_user: EndUser
-    spaces: list[MemorySpace]
-    space: MemorySpace | None
-    short_term: list[Page] = field(default_factory=list)
-    pending_pages: int = 0
-    segments: list[SegmentRow] = field(default_factory=list)
     profile_versions: list[ProfileVersion] = field(default_factory=list)
     user_knowledge: list[KnowledgeEntry] = field(default_factory=list)
     assistant_knowledge: list[KnowledgeEntry] = field(default_factory=list)
@@ -167,10 +161,6 @@ class UserMemory:
     @property
     def profile(self) -> ProfileVersion | None:
         return self.profile_versions[0] if self.profile_versions else None
-
-    @property
-    def knowledge_count(self) -> int:
-        return len(self.user_knowledge) + len(self.assistant_knowledge)
 
 
 def memory_spaces(*, end_user: EndUser) -> list[MemorySpace]:
@@ -184,25 +174,29 @@ def space_with(spaces: list[MemorySpace], assistant_external_id: str) -> MemoryS
     return chosen or next(iter(spaces), None)
 
 
-def user_memory(*, end_user: EndUser, assistant_external_id: str = "", now: datetime) -> UserMemory:
-    """STM, MTM (segments by heat, hottest first) and LPM of the user with one assistant, in a fixed 6 queries.
+def short_term_list(*, space: MemorySpace) -> list[Page]:
+    """The space's short-term pages, oldest first."""
+    return list(Page.objects.filter(space=space, tier=Tier.SHORT_TERM).without_vectors().order_by("seq"))
 
-    The assistant is `assistant_external_id` when the user has memory with it, else their first one.
-    """
-    spaces = memory_spaces(end_user=end_user)
-    space = space_with(spaces, assistant_external_id)
-    memory = UserMemory(end_user=end_user, spaces=spaces, space=space)
+
+def pages_pending_count(*, space: MemorySpace) -> int:
+    """Pages that left short-term memory and wait to be placed into a segment."""
+    return Page.objects.filter(space=space, tier=Tier.MID_TERM, segment__isnull=True).count()
+
+
+def segment_rows(*, space: MemorySpace, now: datetime) -> list[SegmentRow]:
+    """The space's segments with their heat and page count, hottest first; one query."""
+    segments = Segment.objects.filter(space=space).without_vectors().annotate(page_count=Count("pages"))
+    rows = [SegmentRow(segment=s, heat=segment_heat(s, now), page_count=s.page_count) for s in segments]
+    return sorted(rows, key=lambda r: (-r.heat.value, r.segment.id))
+
+
+def long_term_memory(*, end_user: EndUser, space: MemorySpace) -> LongTermMemory:
+    """The profile's versions and the knowledge of the user with the space's assistant; two queries."""
+    memory = LongTermMemory()
     memory.profile_versions = list(
         ProfileVersion.objects.filter(end_user=end_user).select_related("source_segment").order_by("-number")
     )
-    if space is None:
-        return memory
-    pages = Page.objects.filter(space=space).without_vectors()
-    memory.short_term = list(pages.filter(tier=Tier.SHORT_TERM).order_by("seq"))
-    memory.pending_pages = pages.filter(tier=Tier.MID_TERM, segment__isnull=True).count()
-    segments = Segment.objects.filter(space=space).without_vectors().annotate(page_count=Count("pages"))
-    rows = [SegmentRow(segment=s, heat=segment_heat(s, now), page_count=s.page_count) for s in segments]
-    memory.segments = sorted(rows, key=lambda r: (-r.heat.value, r.segment.id))
     knowledge = (
         KnowledgeEntry.objects.filter(end_user=end_user)
         .filter(Q(kind=KnowledgeKind.USER) | Q(assistant=space.assistant))
@@ -378,14 +372,31 @@ class AuditFilter:
     action: str = ""
     since: date | None = None
     until: date | None = None
+    hide_reads: bool = False
+
+
+# Entries that record a read of memory, not a change: operators' reads and the memory injected into a reply.
+READ_ACTIONS = ("memory.read", "reply.memory_injected")
+
+
+def _matching_end_users(tenant: Tenant, text: str) -> QuerySet[EndUser]:
+    """The tenant's end users that `text` names: external id or email exactly, display name in part, or id."""
+    match = Q(external_id__iexact=text) | Q(display_name__icontains=text) | Q(email__iexact=text)
+    if (pk := id_from_text(text)) is not None:
+        match |= Q(pk=pk)
+    return EndUser.objects.filter(tenant=tenant).filter(match)
 
 
 def audit_entries(*, tenant: Tenant, filters: AuditFilter) -> QuerySet[AuditEntry]:
-    """The tenant's audit entries, newest first, narrowed by user (name, external id or id), actor, action, dates.
+    """The tenant's audit entries, newest first, narrowed by user (name, external id or id), actor (an operator's
+    or token's name, an end user acting themselves, or a kind), action, dates, and without reads if asked.
 
-    Each entry carries `operator_name`: the operator's username, for entries whose label erasure emptied.
+    Each entry carries `operator_name` (the operator's username, for entries whose label erasure emptied) and
+    `end_user_actor` (the name of the end user who acted, where one did and still exists).
     """
     operator = get_user_model().objects.annotate(key=Cast("pk", CharField())).filter(key=OuterRef("actor_id"))
+    acting_user = EndUser.objects.annotate(key=Cast("pk", CharField())).filter(tenant=tenant, key=OuterRef("actor_id"))
+    acting_name = Coalesce(NullIf("display_name", Value("")), "external_id")
     entries = (
         AuditEntry.objects.filter(tenant=tenant)
         .select_related("end_user")
@@ -393,27 +404,34 @@ def audit_entries(*, tenant: Tenant, filters: AuditFilter) -> QuerySet[AuditEntr
             operator_name=Case(
                 When(actor_kind=ActorKind.OPERATOR, then=Subquery(operator.values("username")[:1])),
                 default=Value(""),
-            )
+            ),
+            # an end user acting on their own memory, by name while they exist (an erased one has no row)
+            end_user_actor=Case(
+                When(
+                    actor_kind=ActorKind.END_USER,
+                    then=Subquery(acting_user.annotate(name=acting_name).values("name")[:1]),
+                ),
+                default=Value(""),
+            ),
         )
     )
     if filters.user:
-        users = EndUser.objects.filter(tenant=tenant).filter(
-            Q(external_id__iexact=filters.user)
-            | Q(display_name__icontains=filters.user)
-            | Q(email__iexact=filters.user)
-        )
-        match = Q(subject_id__in=users.values("pk"))
+        match = Q(subject_id__in=_matching_end_users(tenant, filters.user).values("pk"))
         if (pk := id_from_text(filters.user)) is not None:
             match |= Q(subject_id=pk)
         entries = entries.filter(match)
     if filters.actor:
+        acting = _matching_end_users(tenant, filters.actor).annotate(key=Cast("pk", CharField())).values("key")
         entries = entries.filter(
             Q(actor_label__icontains=filters.actor)
             | Q(operator_name__icontains=filters.actor)
             | Q(actor_kind=filters.actor)
+            | Q(actor_kind=ActorKind.END_USER, actor_id__in=acting)
         )
     if filters.action:
         entries = entries.filter(action=filters.action)
+    if filters.hide_reads:
+        entries = entries.exclude(action__in=READ_ACTIONS)
     if filters.since:
         entries = entries.filter(created_at__date__gte=filters.since)
     if filters.until:

@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -131,6 +131,7 @@ class ChainReport:
     first_broken_seq: int | None = None
     problem: str = ""
     anchored_after: int = 0  # entries up to this one were removed by retention; the chain starts from its hash
+    since: datetime | None = None  # when the first entry was written (None for an empty chain)
 
 
 def audit_verify(*, tenant: Tenant) -> ChainReport:
@@ -141,7 +142,9 @@ def audit_verify(*, tenant: Tenant) -> ChainReport:
     anchor = AuditAnchor.objects.filter(tenant=tenant).values_list("seq", "hash").first()
     anchored_after, previous = anchor or (0, GENESIS)
     checked = 0
+    since = None
     for entry in AuditEntry.objects.filter(tenant=tenant).order_by("seq").iterator(chunk_size=2000):
+        since = since or entry.created_at
         expected_seq = anchored_after + checked + 1
         problem = ""
         if entry.seq != expected_seq:
@@ -154,11 +157,16 @@ def audit_verify(*, tenant: Tenant) -> ChainReport:
             problem = "its hash does not match its fields"
         if problem:
             return ChainReport(
-                ok=False, checked=checked, first_broken_seq=entry.seq, problem=problem, anchored_after=anchored_after
+                ok=False,
+                checked=checked,
+                first_broken_seq=entry.seq,
+                problem=problem,
+                anchored_after=anchored_after,
+                since=since,
             )
         previous = entry.hash
         checked += 1
-    return ChainReport(ok=True, checked=checked, anchored_after=anchored_after)
+    return ChainReport(ok=True, checked=checked, anchored_after=anchored_after, since=since)
 
 
 def _audit_lock(tenant_id: int) -> None:

@@ -98,7 +98,9 @@ def test_verifying_an_intact_chain_says_so(client, dpo_user, trail):
     fragment = client.get("/console/acme/audit/verify/", **HX)
 
     assert "The chain verifies" in page.content.decode() and "<html" in page.content.decode()
-    assert "All 3 entries" in fragment.content.decode() and "<html" not in fragment.content.decode()
+    first = AuditEntry.objects.order_by("seq").first().created_at
+    assert f"Chain intact: 3 entries since {first:%Y-%m-%d}." in page.content.decode()
+    assert "Chain intact: 3 entries" in fragment.content.decode() and "<html" not in fragment.content.decode()
 
 
 def test_verifying_a_tampered_chain_names_the_first_broken_entry(client, admin_user, trail):
@@ -110,7 +112,7 @@ def test_verifying_a_tampered_chain_names_the_first_broken_entry(client, admin_u
 
     body = client.get("/console/acme/audit/verify/", **HX).content.decode()
 
-    assert "broken at entry #3" in body and "its content was changed" in body and "knowledge.pin" in body
+    assert "broken at entry #3, written " in body and "its content was changed" in body and "knowledge.pin" in body
 
 
 @pytest.mark.parametrize("role_user", ["agent_user", "supervisor_user"])
@@ -185,3 +187,34 @@ def test_the_csv_with_an_invalid_filter_answers_400_rather_than_the_whole_log(cl
     response = client.get("/console/acme/audit.csv", {"user": "alice", "since": "2024-02-30"})
 
     assert response.status_code == 400 and b"since" in response.content
+
+
+def test_a_from_date_after_the_to_date_is_an_error_shown_with_the_results_not_an_empty_log(client, dpo_user, trail):
+    client.force_login(dpo_user)
+    today = timezone.now().date()
+
+    response = client.get(URL, {"since": today + timedelta(days=2), "until": today - timedelta(days=2)}, **HX)
+
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="results">') and 'role="alert"' in body
+    assert "is before “From”" in body and "no date range is applied" in body
+    assert len(_rows(response)) == 3  # the range is not applied, rather than showing nothing
+
+
+def test_an_end_user_acting_on_their_own_memory_is_shown_and_found_by_name(client, dpo_user, alice, trail):
+    memory_flag_set(item=trail, flag="pinned", value=False, actor=Actor.end_user(alice), reason="Mine to change")
+    client.force_login(dpo_user)
+
+    for actor in ("alice", "Alic", str(alice.pk)):
+        rows = _rows(client.get(URL, {"actor": actor}))
+        assert [(e.action, e.end_user_actor) for e in rows] == [("knowledge.unpin", "Alice")], actor
+    body = client.get(URL, {"actor": "alice"}).content.decode()
+    assert "Alice" in body and "the end user" not in body
+    assert _rows(client.get(URL, {"actor": "bob"})) == []
+
+
+def test_hide_reads_leaves_only_changes(client, dpo_user, trail):
+    client.force_login(dpo_user)
+
+    assert [e.action for e in _rows(client.get(URL, {"hide_reads": "on"}))] == ["knowledge.pin"]
+    assert len(_rows(client.get(URL))) == 3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import subprocess
@@ -69,10 +70,17 @@ def test_serve_answers_the_login_page_and_ctrl_c_stops_web_and_worker(db, tmp_pa
             stderr=subprocess.STDOUT,
         )
         try:
-            assert wait_for(lambda: "MemoryOS is running" in log.read_text() or serve.poll() is not None, timeout=90)
+            # the first collectstatic compresses plotly.js and the API docs' bundles: give it time
+            assert wait_for(lambda: "MemoryOS is running" in log.read_text() or serve.poll() is not None, timeout=150)
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/accounts/login/", timeout=10) as response:
                 assert response.status == 200
-                assert b"Log in" in response.read()
+                page = response.read().decode()
+                assert "Log in" in page
+            [stylesheet] = re.findall(r'href="(/static/css/app\.[0-9a-f]{12}\.css)"', page)  # the collected file
+            asking = urllib.request.Request(f"http://127.0.0.1:{port}{stylesheet}", headers={"Accept-Encoding": "br"})
+            with urllib.request.urlopen(asking, timeout=10) as response:
+                assert response.headers["Content-Encoding"] == "br"
+                assert "immutable" in response.headers["Cache-Control"]
             assert "worker        ready" in log.read_text()
         finally:
             code = stop(serve, signal.SIGINT, timeout=60)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from django.conf import settings
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memory.management.demo import TENANT_SLUG, demo_logins
@@ -91,12 +92,16 @@ class Command(BaseCommand):
         port_check(host, port)
         if check:
             return
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self._collect_static()
+        # The web server links the collected files and whitenoise serves them (not runserver's own static view):
+        # hashed names, gzip or brotli, cached for a year, as in production.
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "STATIC_COLLECTED": "true"}
         manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
         celery = [sys.executable, "-m", "celery", "-A", "memoryos_site"]
+        web = [*manage, "runserver", "--noreload", "--nostatic", f"{host}:{port}"]
         children = [
             self._spawn("worker", [*celery, "worker", "--beat", "-l", "info", f"--concurrency={concurrency}"], env),
-            self._spawn("web", [*manage, "runserver", "--noreload", f"{host}:{port}"], env),
+            self._spawn("web", web, env),
         ]
         stop = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -110,6 +115,13 @@ class Command(BaseCommand):
             names = ", ".join(f"{c.name} (exit code {c.process.returncode})" for c in failed)
             raise CommandError(f"stopped because a process exited: {names}")
         self.stdout.write("Stopped the web server and the worker.")
+
+    def _collect_static(self) -> None:
+        """collectstatic into STATIC_ROOT; only files that changed are compressed again (seconds after the first)."""
+        started = time.monotonic()
+        call_command("collectstatic", interactive=False, verbosity=0)
+        seconds = time.monotonic() - started
+        self.stdout.write(f"Collected the static files into {settings.STATIC_ROOT} ({seconds:.1f} s).")
 
     def _spawn(self, name: str, command: list[str], env: dict[str, str]) -> Child:
         process = subprocess.Popen(
