@@ -11,7 +11,8 @@ from tests import builders
 from tests.dashboard.conftest import HX
 
 # 4 auth and access + the end user + the spaces + the tabs' counts + 5 for the audited read (savepoint, lock, chain)
-BASE_QUERIES = 12
+# + the legal hold
+BASE_QUERIES = 13
 TAB_QUERIES = {
     "short-term": 1,
     "mid-term": 2,  # the segments with their heat and page counts, the pending pages

@@ -92,7 +92,7 @@ def test_another_tenants_item_is_404(client, dpo_user, stranger):
 def test_the_console_marks_pending_items_on_the_users_page(client, agent_user, alice, pending):
     client.force_login(agent_user)
 
-    body = client.get(f"/console/acme/users/{alice.pk}/").content.decode()
+    body = client.get(f"/console/acme/users/{alice.pk}/?tab=long-term").content.decode()
 
     assert "awaiting review" in body
 
