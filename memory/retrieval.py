@@ -396,10 +396,12 @@ WITH hits AS (
     SELECT id, seq, ts_rank_cd(search, {either}) AS rank, {matches}
     FROM {page} WHERE space_id = %(space)s AND search @@ {either}
 ), totals AS (
-    SELECT (SELECT count(*) FROM {page} WHERE space_id = %(space)s) AS n, {frequencies} FROM hits
+    SELECT (SELECT count(*) FROM {page} WHERE space_id = %(space)s)::float8 AS n, {frequencies} FROM hits
+), idf AS (
+    SELECT {idf} FROM totals
 )
 SELECT id, seq, {flags}, {weight} AS weight, rank
-FROM hits, totals
+FROM hits, idf
 ORDER BY weight DESC, rank DESC, id
 LIMIT %(limit)s
 """
@@ -407,15 +409,17 @@ LIMIT %(limit)s
 
 def _lexical_sql(n_terms: int) -> str:
     """The full-text channel for `n_terms` terms (named %(t0)s…): matching pages with the terms they hold, best
-    first by the summed IDF of those terms, ln(1 + (N − df + ½) / (df + ½)) as in BM25, then by ts_rank_cd."""
+    first by the summed IDF of those terms, ln(1 + (N − df + ½) / (df + ½)) as in BM25 (computed once per term, in
+    float8), then by ts_rank_cd."""
     term = [f"plainto_tsquery('english', %(t{i})s)" for i in range(n_terms)]
     return LEXICAL_SQL.format(
         page=Page._meta.db_table,
         either="(" + " || ".join(term) + ")",
         matches=", ".join(f"(search @@ {q})::int AS m{i}" for i, q in enumerate(term)),
-        frequencies=", ".join(f"sum(m{i}) AS d{i}" for i in range(n_terms)),
+        frequencies=", ".join(f"sum(m{i})::float8 AS d{i}" for i in range(n_terms)),
+        idf=", ".join(f"ln(1.0 + (n - d{i} + 0.5) / (d{i} + 0.5)) AS w{i}" for i in range(n_terms)),
         flags=", ".join(f"m{i}" for i in range(n_terms)),
-        weight=" + ".join(f"m{i} * ln(1.0 + (n - d{i} + 0.5) / (d{i} + 0.5))" for i in range(n_terms)),
+        weight=" + ".join(f"m{i} * w{i}" for i in range(n_terms)),
     )
 
 
