@@ -299,6 +299,14 @@ MEMORY_RETRIEVAL = env_str("MEMORY_RETRIEVAL", "hybrid")
 MEMORY_VISIT_RELEVANCE = env_float("MEMORY_VISIT_RELEVANCE", 0.3)
 MEMORY_CONTINUITY_THRESHOLD = env_float("MEMORY_CONTINUITY_THRESHOLD", 0.35)
 MEMORY_MESSAGE_MAX_CHARS = env_int("MEMORY_MESSAGE_MAX_CHARS", 8000)
+# Pages that leave STM are placed (one model call) once this many wait; a lone page is placed by the sweep.
+MEMORY_PLACEMENT_BATCH = env_int("MEMORY_PLACEMENT_BATCH", 2)
+# What F compares with segment summaries: "page" (the page's own vector) or "summary" (the model's topic summary).
+MEMORY_TOPIC_VECTOR = env_str("MEMORY_TOPIC_VECTOR", "page")
+if MEMORY_PLACEMENT_BATCH < 1:
+    raise ImproperlyConfigured("MEMORY_PLACEMENT_BATCH must be at least 1")
+if MEMORY_TOPIC_VECTOR not in ("page", "summary"):
+    raise ImproperlyConfigured("MEMORY_TOPIC_VECTOR must be page or summary")
 if MEMORY_RETRIEVAL not in ("hybrid", "paper"):
     raise ImproperlyConfigured("MEMORY_RETRIEVAL must be hybrid or paper")
 if MEMORY_STM_CAPACITY < 1:

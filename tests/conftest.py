@@ -47,6 +47,12 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def placement_per_eviction(settings):
+    """Tests see each page that leaves STM placed at once; tests of batched placement raise the batch themselves."""
+    settings.MEMORY_PLACEMENT_BATCH = 1
+
+
 @pytest.fixture
 def tenant(db):
     """Acme, with its assistant Ava (external id `ava`)."""

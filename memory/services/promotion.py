@@ -98,8 +98,13 @@ def _promote(space: MemorySpace, segment_id: int, steps: MemorySteps, now: datet
         return PromotionReport(reason="nothing unanalysed")
     turns = [page_turn_text(page) for page in pages]
     report = PromotionReport(promoted=True, analysed_page_ids=[p.id for p in pages])
-    report.profile_version_id = _profile_update(space, segment, pages, turns, steps)
-    facts = steps.knowledge_extract(pages=turns)
+    current = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number").first()
+    if current is not None and current.locked:
+        facts = steps.knowledge_extract(pages=turns)  # the profile stays as it is: ask only for the facts
+    else:
+        findings = steps.promotion_analyse(profile=current.text if current else "", pages=turns)
+        report.profile_version_id = _profile_version_add(space, segment, pages, current, findings.profile)
+        facts = findings.facts
     sources = _fact_sources(steps, pages, turns, [*facts.user, *facts.assistant])
     report.knowledge_ids = _knowledge_add(space, segment, sources, facts.user, facts.assistant)
     report.dropped_knowledge_ids = knowledge_enforce_capacity(space=space)
@@ -124,14 +129,11 @@ def _promote(space: MemorySpace, segment_id: int, steps: MemorySteps, now: datet
     return report
 
 
-def _profile_update(
-    space: MemorySpace, segment: Segment, pages: list[Page], turns: list[TurnText], steps: MemorySteps
+def _profile_version_add(
+    space: MemorySpace, segment: Segment, pages: list[Page], current: ProfileVersion | None, text: str
 ) -> int | None:
-    """A new profile version, unless the current one is locked or the text did not change."""
-    current = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number").first()
-    if current is not None and current.locked:
-        return None
-    text = steps.profile_update(profile=current.text if current else "", pages=turns).strip()
+    """A new profile version holding `text`, unless the text is empty or did not change."""
+    text = text.strip()
     if not text or (current is not None and text == current.text):
         return None
     version = ProfileVersion.objects.create(
