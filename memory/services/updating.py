@@ -92,6 +92,17 @@ def pages_place(*, page_id: int, now: datetime | None = None) -> PlacementReport
     return report
 
 
+def space_pending_place(*, space_id: int, now: datetime | None = None) -> PlacementReport:
+    """Place every page of the space still waiting for placement now, batch or not (imports, replays, tests).
+
+    Idempotent, like `pages_place`: with nothing pending it does nothing.
+    """
+    newest = Page.objects.filter(space_id=space_id, tier=Tier.MID_TERM, segment__isnull=True).aggregate(Max("id"))
+    if newest["id__max"] is None:
+        return PlacementReport()
+    return pages_place(page_id=newest["id__max"], now=now)
+
+
 def _place_pending(space: MemorySpace, up_to_seq: int, steps: MemorySteps, now: datetime) -> PlacementReport:
     """Place the pending pages with one embedding pass and one chain step for all of them, then check what changed.
 
