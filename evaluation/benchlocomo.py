@@ -8,6 +8,9 @@ calls each stored turn needs. The reference was measured the same way: the same 
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -20,7 +23,9 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from evaluation import locomo
+from evaluation.bench import BENCH_LLM_URL
 from evaluation.benchdata import bench_tenant_delete
+from evaluation.benchfakes import BenchLLM
 from evaluation.fake_llm import fake_llm_server
 from evaluation.scope import celery_eager, settings_changed
 from evaluation.scoring import percentiles
@@ -43,6 +48,7 @@ class LocomoIngestOptions:
     tenant_slug: str = ""  # empty: bench-locomo-<timestamp>
     keep: bool = False
     progress: bool | None = None
+    llm: str = "http"  # "http": evaluation.fake_llm over HTTP; "bench": BenchLLM in-process (topics from each page)
 
 
 def replay_turns(samples: list[dict], count: int) -> list[locomo.LocomoTurn]:
@@ -76,6 +82,68 @@ def _window(costs: list[float], end: int) -> dict:
     }
 
 
+LLM_SEAMS = {
+    "http": "evaluation.fake_llm over HTTP (instant, the same answer for every page)",
+    "bench": "evaluation.benchfakes.BenchLLM in-process (instant; each page's first sentence as its topic)",
+}
+
+
+@contextmanager
+def _model_seam(kind: str) -> Iterator[None]:
+    """The fake model for the run: the HTTP server (the cost of the real seam) or BenchLLM (realistic segments)."""
+    if kind not in LLM_SEAMS:
+        raise ValueError(f"--llm must be one of {', '.join(LLM_SEAMS)}")
+    if kind == "bench":
+        with settings_changed(LLM_BASE_URL=BENCH_LLM_URL), use_llm(BenchLLM()):
+            yield
+        return
+    with (
+        fake_llm_server() as url,
+        settings_changed(LLM_BASE_URL=url, LLM_API_KEY="fake"),
+        use_llm(None),
+        _quiet("httpx"),  # a line per request at INFO would bury the report
+    ):
+        yield
+
+
+@contextmanager
+def _quiet(name: str) -> Iterator[None]:
+    logger = logging.getLogger(name)
+    previous = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
+
+
+def segment_quality(space: MemorySpace) -> dict:
+    """Segment count and the mean cosine of page vectors within one segment and between segments (placed pages)."""
+    rows = list(
+        Page.objects.filter(space=space, segment__isnull=False, embedding__isnull=False).values_list(
+            "segment_id", "embedding"
+        )
+    )
+    if len(rows) < 2:
+        return {"segments": len({r[0] for r in rows}), "within": None, "between": None}
+    segments = np.array([r[0] for r in rows])
+    vectors = np.array([r[1] for r in rows], dtype=np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    similarity = vectors @ vectors.T
+    upper = np.triu_indices(len(rows), 1)
+    same = (segments[:, None] == segments[None, :])[upper]
+    within = float(similarity[upper][same].mean()) if same.any() else None
+    between = float(similarity[upper][~same].mean()) if (~same).any() else None
+    sizes = np.unique(segments, return_counts=True)[1]
+    return {
+        "segments": len(sizes),
+        "pages_per_segment_mean": round(float(sizes.mean()), 2),
+        "singleton_segments": int((sizes == 1).sum()),
+        "within": round(within, 4) if within is not None else None,
+        "between": round(between, 4) if between is not None else None,
+    }
+
+
 def locomo_ingest_bench(options: LocomoIngestOptions) -> dict:
     """Replay `turns` LoCoMo turns into one new user's memory and report the cost per stored turn and its growth.
 
@@ -88,12 +156,7 @@ def locomo_ingest_bench(options: LocomoIngestOptions) -> dict:
     slug = options.tenant_slug or f"bench-locomo-{timezone.now():%Y%m%d-%H%M%S}"
     tenant = tenant_create(slug=slug, name=f"LoCoMo ingest {slug}")
     try:
-        with (
-            fake_llm_server() as url,
-            settings_changed(LLM_BASE_URL=url, LLM_API_KEY="fake"),
-            use_llm(None),
-            celery_eager(),
-        ):
+        with _model_seam(options.llm), celery_eager():
             result = _replay(tenant, turns, options)
     finally:
         if not options.keep:
@@ -102,7 +165,7 @@ def locomo_ingest_bench(options: LocomoIngestOptions) -> dict:
         {
             "data": str(options.data),
             "embedder": get_embedder().name,
-            "llm": "evaluation.fake_llm over HTTP (instant answers)",
+            "llm": LLM_SEAMS[options.llm],
             "placement_batch": settings.MEMORY_PLACEMENT_BATCH,
             "topic_vector": settings.MEMORY_TOPIC_VECTOR,
             "tenant": slug,
@@ -151,4 +214,5 @@ def _memory_figures(space: MemorySpace, turns: int) -> dict:
         "llm_calls_per_stored_turn": round(calls / turns, 3),
         "pages_stored": Page.objects.filter(space=space).count(),
         "segments": Segment.objects.filter(space=space).count(),
+        "segment_quality": segment_quality(space),
     }

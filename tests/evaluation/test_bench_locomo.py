@@ -43,6 +43,21 @@ def test_an_ingest_run_reports_cost_growth_and_calls_per_turn_and_removes_its_te
     assert not Tenant.objects.filter(slug="bench-locomo-test").exists() and not Page.objects.exists()
 
 
+@pytest.mark.django_db(transaction=True)
+def test_with_topics_from_each_page_the_replay_reports_segments_closer_within_than_between(tmp_path):
+    out = tmp_path / "locomo.json"
+
+    call_command(
+        "memory_bench",
+        *("--ingest-locomo", "--llm", "bench", "--turns", "120", "--out", str(out), "--no-progress"),
+    )
+
+    result = json.loads(out.read_text())
+    quality = result["segment_quality"]
+    assert "BenchLLM" in result["llm"] and quality["segments"] == result["segments"] > 1
+    assert quality["within"] > quality["between"]
+
+
 def test_an_ingest_run_too_short_for_a_window_is_refused():
     with pytest.raises(CommandError, match="at least 107"):
         call_command("memory_bench", "--ingest-locomo", "--turns", "50", "--no-progress")

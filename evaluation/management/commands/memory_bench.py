@@ -39,6 +39,12 @@ class Command(BaseCommand):
             help="replay --turns LoCoMo turns (the real embedder, evaluation.fake_llm over HTTP) instead",
         )
         parser.add_argument("--locomo-data", type=Path, default=DEFAULT_DATA, help="LoCoMo JSON for --ingest-locomo")
+        parser.add_argument(
+            "--llm",
+            choices=("http", "bench"),
+            default="http",
+            help="--ingest-locomo's fake model: the HTTP server (default) or BenchLLM in-process (realistic topics)",
+        )
 
     def handle(self, *args, **options) -> None:
         if options["ingest_locomo"]:
@@ -67,6 +73,7 @@ class Command(BaseCommand):
             tenant_slug=options["tenant"],
             keep=options["keep"],
             progress=False if options["no_progress"] else None,
+            llm=options["llm"],
         )
         try:
             result = locomo_ingest_bench(run)
@@ -77,7 +84,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{result['turns']} LoCoMo turns at {result['turns_per_second']} turns/s ({result['embedder']}); "
             f"{result['pages_stored']} pages in {result['segments']} segments; LLM calls per stored turn "
-            f"{result['llm_calls_per_stored_turn']} (target ≤ 1.0)"
+            f"{result['llm_calls_per_stored_turn']} (target ≤ 1.0); segment quality {result['segment_quality']}"
         )
         for window in result["growth"]:
             self.stdout.write(
@@ -109,7 +116,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"ingest: {ingest['turns']} turns at {ingest['turns_per_second']} turns/s; last/first {ingest['window']} "
             f"turns cost ratio {result['ingest_cost_last_over_first']} (target ≈ 1); LLM calls per stored turn "
-            f"{result['llm_calls_per_stored_turn']} (target ≤ 1.0)"
+            f"{result['llm_calls_per_stored_turn']} (target ≤ 1.0); segment quality {result['segment_quality']}"
         )
 
 
