@@ -119,6 +119,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "memoryos_site.routers.ConsoleReadsMiddleware",
 ]
 
 # Content-Security-Policy (django-csp): scripts, styles, images and requests from the site itself only. Inline
@@ -177,6 +178,15 @@ if not env_bool("DATABASE_JIT", False):
     _db_options = DATABASES["default"]["OPTIONS"]
     _db_options["options"] = f"{_db_options.get('options', '')} -c jit=off".strip()
 DATABASES["default"]["TEST"] = {"NAME": env_str("DATABASE_TEST_NAME", "test_memoryos")}
+# A PostgreSQL read replica of the primary for the console's reads (memoryos_site.routers); empty: none.
+DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL")
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = dj_database_url.parse(
+        DATABASE_REPLICA_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60)
+    )
+    DATABASES["replica"]["OPTIONS"] = dict(DATABASES["default"]["OPTIONS"])
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}  # tests read the primary's test database through it
+DATABASE_ROUTERS = ["memoryos_site.routers.PrimaryReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Celery ---------------------------------------------------------------------------------------------------

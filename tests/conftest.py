@@ -12,6 +12,22 @@ from memoryos_site.celery import app as celery_app
 from tests.fakes import HashingEmbedder
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """A `replica` alias mirroring `default` (Django's TEST MIRROR): a second connection to the same test database.
+
+    Nothing reads from it unless a test sets DATABASE_REPLICA_URL (memoryos_site.routers), so other tests are
+    unchanged; the routing tests declare it in their `databases`.
+    """
+    from django.conf import settings
+    from django.db import connections
+
+    if "replica" not in settings.DATABASES:
+        default = settings.DATABASES["default"]
+        replica = {**default, "TEST": {**default.get("TEST", {}), "MIRROR": "default"}}
+        settings.DATABASES["replica"] = connections.settings["replica"] = replica
+
+
 @pytest.fixture(autouse=True)
 def embedder(request):
     """The fake embedder at the seam, unless a test asks for the real model with @pytest.mark.real_embedder."""
