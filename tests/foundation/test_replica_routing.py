@@ -52,7 +52,8 @@ def test_a_console_post_and_the_end_users_pages_stay_on_the_primary(client, admi
     segment = builders.segment_with_pages(builders.space_of(ann), summary="hiking", messages=["I hike."])
     client.force_login(admin_user)
     with captured(REPLICA) as replica:
-        pinned = client.post(reverse("console:action", args=[tenant.slug, "segment", segment.pk, "pin"]))
+        url = reverse("console:action", args=[tenant.slug, "segment", segment.pk, "pin"])
+        pinned = client.post(url, {"reason": "the user asked us to keep it"})
         client.force_login(EndUser.objects.get(pk=ann.pk).account)
         assert client.get(reverse("chat:memory", args=["ava"])).status_code == 200
     assert pinned.status_code in (200, 302) and Segment.objects.get(pk=segment.pk).pinned
