@@ -267,10 +267,20 @@ def _segment_merge(segment: Segment, page: Page, touched: datetime) -> None:
     heat_sample_record(segment=segment, event=HeatEvent.MERGED, now=touched)
 
 
-# The member count and the members' keywords by frequency, ties in the order they were first said (page order,
-# then position in the page), as Counter.most_common over the pages in seq order gives them: one statement.
+# How often a large segment's summary and keywords are looked at again: at every page while it holds fewer than
+# twice this many, then this many times each time its size doubles (every 2^k pages for 2^k ≤ n / REFRESHES < 2^k+1).
+# Reading them costs O(n) for n pages, so each page costs O(REFRESHES) amortised, whatever the segment's size; a large
+# segment's centroid moves by about 1/n per page, so its most central page and its top keywords change slowly.
+SEGMENT_REFRESHES = 16
+
+# The member count and, when a refresh is due, the members' keywords by frequency, ties in the order they were first
+# said (page order, then position in the page), as Counter.most_common over the pages in seq order gives them.
 SEGMENT_KEYWORDS_SQL = """
-SELECT (SELECT count(*) FROM {page} WHERE segment_id = %(segment)s),
+WITH members AS (SELECT count(*) AS n FROM {page} WHERE segment_id = %(segment)s)
+SELECT members.n,
+       CASE WHEN members.n
+                 %% power(2, floor(log(2, greatest(members.n, %(refreshes)s) / %(refreshes)s::numeric)))::bigint = 0
+       THEN
        ARRAY(SELECT keyword FROM (
                  SELECT k.keyword, count(*) AS n, min(p.seq::bigint * 1000 + k.position) AS first_said
                  FROM {page} p CROSS JOIN LATERAL unnest(p.keywords) WITH ORDINALITY AS k(keyword, position)
@@ -278,19 +288,22 @@ SELECT (SELECT count(*) FROM {page} WHERE segment_id = %(segment)s),
                  GROUP BY k.keyword) counted
              ORDER BY n DESC, first_said
              LIMIT %(limit)s)
+       END
+FROM members
 """
 
 
 def _segment_refresh(segment: Segment, page: Page) -> dict:
-    """The new centroid, keywords and summary of a segment `page` has just joined, as fields to update.
+    """The new centroid, and when due the keywords and summary, of a segment `page` has just joined, as fields.
 
     A running centroid of the members' topic vectors (from the stored one and the new page's vector, not from every
-    member); the summary is the most central member's topic; the keywords the members' most frequent.
+    member); the summary is the most central member's topic; the keywords the members' most frequent. Both are
+    looked at again at every page of a small segment and SEGMENT_REFRESHES times per doubling of a large one.
     """
     with connection.cursor() as cursor:
         cursor.execute(
             SEGMENT_KEYWORDS_SQL.format(page=connection.ops.quote_name(Page._meta.db_table)),
-            {"segment": segment.pk, "limit": SEGMENT_KEYWORDS},
+            {"segment": segment.pk, "limit": SEGMENT_KEYWORDS, "refreshes": SEGMENT_REFRESHES},
         )
         members, keywords = cursor.fetchone()
     earlier = members - 1
@@ -299,8 +312,11 @@ def _segment_refresh(segment: Segment, page: Page) -> dict:
     else:
         centroid = np.asarray(segment.embedding, dtype=np.float32) * earlier + page.topic_embedding
     centroid = centroid / (np.linalg.norm(centroid) or 1.0)
+    segment.embedding = centroid
+    if keywords is None:  # not due: the summary and keywords stay as they are
+        return {"embedding": centroid}
     summary = segment_central_summary(segment_id=segment.id, centroid=centroid) or segment.summary
-    segment.embedding, segment.keywords, segment.summary = centroid, list(keywords), summary
+    segment.keywords, segment.summary = list(keywords), summary
     return {"embedding": centroid, "keywords": list(keywords), "summary": summary}
 
 

@@ -198,3 +198,16 @@ def test_placement_looks_only_at_the_segments_it_touched_for_heat(space, django_
     with django_capture_on_commit_callbacks(execute=False):
         assert segments_promote_hot(space_id=space.id, segment_ids=[elsewhere.id], now=T0) == [elsewhere.id]
     assert JobLease.objects.filter(kind=JobKind.PROMOTION, target_id=elsewhere.id).exists()
+
+
+def test_a_large_segment_looks_at_its_summary_and_keywords_again_sixteen_times_per_doubling(space):
+    from memory.services.updating import _segment_refresh
+
+    big = builders.segment_with_pages(space, summary="old summary", messages=[f"walk {i} park" for i in range(63)])
+    refreshed = []
+    for size in range(64, 80):
+        page = builders.page(space, user_message=f"walk {size} park", segment=big)
+        page.topic_embedding = page.embedding
+        refreshed.append("summary" in _segment_refresh(Segment.objects.get(pk=big.pk), page))
+        assert Page.objects.filter(segment=big).count() == size
+    assert [64 + i for i, done in enumerate(refreshed) if done] == [64, 68, 72, 76]  # 64 to 127 pages: every 4th
