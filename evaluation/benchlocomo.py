@@ -48,7 +48,7 @@ class LocomoIngestOptions:
     tenant_slug: str = ""  # empty: bench-locomo-<timestamp>
     keep: bool = False
     progress: bool | None = None
-    llm: str = "http"  # "http": evaluation.fake_llm over HTTP; "bench": BenchLLM in-process (topics from each page)
+    llm: str = "http"  # "http": fake_llm over HTTP; "bench": BenchLLM in-process (topics from each page); "offline"
 
 
 def replay_turns(samples: list[dict], count: int) -> list[locomo.LocomoTurn]:
@@ -85,6 +85,7 @@ def _window(costs: list[float], end: int) -> dict:
 LLM_SEAMS = {
     "http": "evaluation.fake_llm over HTTP (instant, the same answer for every page)",
     "bench": "evaluation.benchfakes.BenchLLM in-process (instant; each page's first sentence as its topic)",
+    "offline": "none: the offline steps (no LLM_BASE_URL)",
 }
 
 
@@ -93,6 +94,10 @@ def _model_seam(kind: str) -> Iterator[None]:
     """The fake model for the run: the HTTP server (the cost of the real seam) or BenchLLM (realistic segments)."""
     if kind not in LLM_SEAMS:
         raise ValueError(f"--llm must be one of {', '.join(LLM_SEAMS)}")
+    if kind == "offline":
+        with settings_changed(LLM_BASE_URL=""):
+            yield
+        return
     if kind == "bench":
         with settings_changed(LLM_BASE_URL=BENCH_LLM_URL), use_llm(BenchLLM()):
             yield

@@ -41,9 +41,9 @@ class Command(BaseCommand):
         parser.add_argument("--locomo-data", type=Path, default=DEFAULT_DATA, help="LoCoMo JSON for --ingest-locomo")
         parser.add_argument(
             "--llm",
-            choices=("http", "bench"),
+            choices=("http", "bench", "offline"),
             default="http",
-            help="--ingest-locomo's fake model: the HTTP server (default) or BenchLLM in-process (realistic topics)",
+            help="--ingest-locomo's model: the fake HTTP server (default), BenchLLM in-process, or none (offline steps)",
         )
 
     def handle(self, *args, **options) -> None:
