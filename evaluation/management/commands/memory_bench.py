@@ -43,7 +43,7 @@ class Command(BaseCommand):
             "--llm",
             choices=("http", "bench", "offline"),
             default="http",
-            help="--ingest-locomo's model: the fake HTTP server (default), BenchLLM in-process, or none (offline steps)",
+            help="--ingest-locomo's model: the fake HTTP server (default), BenchLLM in-process, or offline steps",
         )
 
     def handle(self, *args, **options) -> None:
