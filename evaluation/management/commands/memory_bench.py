@@ -116,7 +116,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"ingest: {ingest['turns']} turns at {ingest['turns_per_second']} turns/s; last/first {ingest['window']} "
             f"turns cost ratio {result['ingest_cost_last_over_first']} (target ≈ 1); LLM calls per stored turn "
-            f"{result['llm_calls_per_stored_turn']} (target ≤ 1.0); segment quality {result['segment_quality']}"
+            f"{result['llm_calls_per_stored_turn']} (target ≤ 1.0)"
         )
 
 
