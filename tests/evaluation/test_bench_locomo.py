@@ -36,6 +36,7 @@ def test_an_ingest_run_reports_cost_growth_and_calls_per_turn_and_removes_its_te
     assert result["turns"] == 120 and result["pages_stored"] == 120
     assert result["growth"] == [{**result["growth"][0], "turns": 120, "first_window": "8-107", "last_window": "21-120"}]
     assert result["growth"][0]["last_over_first"] > 0
+    assert result["cpu_growth"][0]["last_window"] == "21-120" and result["cpu_cost_ms"]["p50"] > 0
     calls = result["llm_calls_by_event"]
     assert calls["stm_overflow"] == (120 - settings.MEMORY_STM_CAPACITY + 1) // 2  # two pages a call, the last alone
     assert result["llm_calls"] == sum(calls.values())

@@ -86,11 +86,13 @@ class Command(BaseCommand):
             f"{result['pages_stored']} pages in {result['segments']} segments; LLM calls per stored turn "
             f"{result['llm_calls_per_stored_turn']} (target ≤ 1.0); segment quality {result['segment_quality']}"
         )
-        for window in result["growth"]:
-            self.stdout.write(
-                f"cost per stored turn, turns {window['first_window']}: {window['first_window_mean_ms']} ms; turns "
-                f"{window['last_window']}: {window['last_window_mean_ms']} ms; last/first {window['last_over_first']}"
-            )
+        for kind, key in (("wall", "growth"), ("CPU", "cpu_growth")):
+            for window in result[key]:
+                self.stdout.write(
+                    f"{kind} ms per stored turn, turns {window['first_window']}: {window['first_window_mean_ms']}; "
+                    f"turns {window['last_window']}: {window['last_window_mean_ms']}; "
+                    f"last/first {window['last_over_first']}"
+                )
         self.stdout.write(self.style.SUCCESS(f"Wrote {options['out']}."))
 
     def _summary(self, result: dict) -> None:
