@@ -160,7 +160,7 @@ def locomo_ingest_bench(options: LocomoIngestOptions) -> dict:
         raise ValueError(f"--turns must be at least {settings.MEMORY_STM_CAPACITY + WINDOW} for a window of {WINDOW}")
     turns = replay_turns(locomo.load(options.data), options.turns)
     get_embedder().embed(["warm the model up"])  # loading the model is not a stored turn's cost
-    slug = options.tenant_slug or f"bench-locomo-{timezone.now():%Y%m%d-%H%M%S}"
+    slug = options.tenant_slug or f"bench-locomo-{timezone.now():%Y%m%d-%H%M%S-%f}"  # two runs never share one
     tenant = tenant_create(slug=slug, name=f"LoCoMo ingest {slug}")
     try:
         with _model_seam(options.llm), celery_eager():
