@@ -59,6 +59,7 @@ class BenchEmbedder:
 
 PAGE_BLOCK = re.compile(r"<<<PAGE[^\n]*\n(.*?)\n>>>", re.DOTALL)
 SIMILARITY = re.compile(r"similarity of the two pages, a hint only: (-?[\d.]+)")
+HINT = re.compile(r"page (\d+): (-?[\d.]+)")
 DATE = re.compile(r"at=(\d{4}-\d{2}-\d{2})")
 
 
@@ -66,7 +67,8 @@ class BenchLLM:
     """Answers the three memory steps with valid JSON derived from the prompt, instantly; counts its calls.
 
     chain_and_topic: continues when the embedding hint is ≥ 0.5; the topic is the page's first sentence, keywords
-    from the offline extractor. profile_update: the profile plus one line. knowledge_extract: the users' sentences.
+    from the offline extractor; chain_and_topics: the same for each of several pages. profile_update: the profile
+    plus one line. knowledge_extract: the users' sentences. promotion_analyse: those two in one answer.
     """
 
     def __init__(self) -> None:
@@ -77,8 +79,12 @@ class BenchLLM:
         self, messages: list[dict], *, json_mode: bool = False, max_tokens: int | None = None, temperature: float = 0.2
     ) -> LLMReply:
         system, prompt = messages[0]["content"], messages[-1]["content"]
-        if '"continues"' in system:
+        if '"pages"' in system:
+            step, answer = "chain_and_topics", self._chains(prompt)
+        elif '"continues"' in system:
             step, answer = "chain_and_topic", self._chain(prompt)
+        elif '"profile"' in system and '"user_facts"' in system:
+            step, answer = "promotion_analyse", {**self._profile(prompt), **self._facts(prompt)}
         elif '"profile"' in system:
             step, answer = "profile_update", self._profile(prompt)
         elif '"user_facts"' in system:
@@ -102,6 +108,21 @@ class BenchLLM:
             "topic_summary": topic,
             "keywords": extract_keywords(page, limit=6) or ["chat"],
         }
+
+    def _chains(self, prompt: str) -> dict:
+        """One entry per new page, each answered as `_chain` answers a single page after its previous one."""
+        has_previous = not prompt.startswith("Previous page:\nNONE")
+        pages = PAGE_BLOCK.findall(prompt.split("New pages (", 1)[-1])
+        hints = dict(HINT.findall(prompt))
+        entries = []
+        for number, page in enumerate(pages, start=1):
+            hint = hints.get(str(number))
+            sentences = split_sentences(page.replace("User: ", "").replace("Assistant: ", ""))
+            topic = sentences[0] if sentences else page[:200]
+            linked = bool(hint and (has_previous or number > 1) and float(hint) >= 0.5)
+            keywords = extract_keywords(page, limit=6) or ["chat"]
+            entries.append({"continues": linked, "chain_summary": topic, "topic_summary": topic, "keywords": keywords})
+        return {"pages": entries}
 
     def _profile(self, prompt: str) -> dict:
         quoted = prompt.split("<<<PROFILE", 1)[-1].split(">>>", 1)[0].strip()

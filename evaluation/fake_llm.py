@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from memory.llm_steps import CHAIN_SYSTEM, KNOWLEDGE_SYSTEM, PROFILE_SYSTEM
+from memory.llm_steps import CHAIN_SYSTEM, CHAINS_SYSTEM, KNOWLEDGE_SYSTEM, PROFILE_SYSTEM, PROMOTION_SYSTEM
 
 MODEL = "fake-load-model"
 STREAM_DELAY = 0.05  # seconds between streamed words: slow enough for a client to hang up half-way
@@ -33,13 +33,22 @@ CHAIN_ANSWER = {
 }
 PROFILE_ANSWER = {"profile": "The user takes part in a load test."}
 KNOWLEDGE_ANSWER = {"user_facts": ["2024-01-01: The user takes part in a load test."], "assistant_facts": []}
-ANSWERS = {CHAIN_SYSTEM: CHAIN_ANSWER, PROFILE_SYSTEM: PROFILE_ANSWER, KNOWLEDGE_SYSTEM: KNOWLEDGE_ANSWER}
+ANSWERS = {
+    CHAIN_SYSTEM: CHAIN_ANSWER,
+    PROFILE_SYSTEM: PROFILE_ANSWER,
+    KNOWLEDGE_SYSTEM: KNOWLEDGE_ANSWER,
+    PROMOTION_SYSTEM: {**PROFILE_ANSWER, **KNOWLEDGE_ANSWER},
+}
+NEW_PAGES = re.compile(r"^New pages \((\d+)\):$", re.MULTILINE)
 
 
 def completion_text(request: dict[str, Any]) -> str:
     """The reply to one chat completion request: the step's JSON for a memory step, else a short sentence."""
     messages = request.get("messages") or []
     system = messages[0].get("content", "") if messages and messages[0].get("role") == "system" else ""
+    if system == CHAINS_SYSTEM:
+        count = NEW_PAGES.search(messages[-1].get("content", ""))
+        return json.dumps({"pages": [CHAIN_ANSWER] * int(count.group(1) if count else 1)})
     if system in ANSWERS:
         return json.dumps(ANSWERS[system])
     return "Thanks, I will remember that."

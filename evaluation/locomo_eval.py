@@ -45,6 +45,7 @@ from memory.retrieval import DEFAULT, PAPER, RetrievalConfig, RetrievalResult, r
 from memory.services.embedding_state import embedder_for_store
 from memory.services.tenancy import assistant_create, end_user_create, tenant_create
 from memory.services.turns import space_get_or_create, turn_record
+from memory.services.updating import space_pending_place
 
 SYSTEMS = ("memoryos", "memoryos_paper", "flat_rag", "full_context")
 DEFAULT_SYSTEMS = ("memoryos", "flat_rag", "full_context")
@@ -232,7 +233,9 @@ def conversation_ingest(*, tenant: Tenant, sample: dict, on_turn=None) -> Memory
         )
         if on_turn:
             on_turn(turn)
-    return space_get_or_create(end_user=end_user, assistant=assistant)
+    space = space_get_or_create(end_user=end_user, assistant=assistant)
+    space_pending_place(space_id=space.id)  # the last pages that left STM, short of a placement batch
+    return space
 
 
 def input_turns(sample: dict) -> int:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from django.conf import settings
 
 from memory.statements import about_assistant, about_user
-from memory.step_types import ChainTopic, Facts, TurnText, Usage
+from memory.step_types import ChainTopic, Facts, PromotionFindings, TurnText, Usage
 from memory.text import analyse, clean_text, extract_keywords, keyword_weights, split_sentences, trim
 
 NEW_SESSION_GAP_SECONDS = 2 * 60 * 60
@@ -192,6 +192,30 @@ class OfflineSteps:
         summary = chain_summary(previous_chain_summary if linked else "", topic)
         return ChainTopic(
             continues=linked, chain_summary=summary, topic_summary=topic, keywords=extract_keywords(page.text)
+        )
+
+    def chain_and_topics(
+        self,
+        *,
+        previous: TurnText | None,
+        previous_chain_summary: str,
+        pages: list[TurnText],
+        similarities: list[float | None],
+    ) -> list[ChainTopic]:
+        """`chain_and_topic` page after page, each page's chain continuing from the result for the one before."""
+        results = []
+        for page, similarity in zip(pages, similarities, strict=True):
+            chain = self.chain_and_topic(
+                previous=previous, previous_chain_summary=previous_chain_summary, page=page, similarity=similarity
+            )
+            results.append(chain)
+            previous, previous_chain_summary = page, chain.chain_summary
+        return results
+
+    def promotion_analyse(self, *, profile: str, pages: list[TurnText]) -> PromotionFindings:
+        """`profile_update` and `knowledge_extract` of the same pages, exactly as the two steps give them."""
+        return PromotionFindings(
+            profile=self.profile_update(profile=profile, pages=pages), facts=self.knowledge_extract(pages=pages)
         )
 
     def profile_update(self, *, profile: str, pages: list[TurnText]) -> str:

@@ -44,6 +44,14 @@ class Facts:
     assistant: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class PromotionFindings:
+    """What one promotion learns from a segment's pages: the updated profile and the facts, from one step."""
+
+    profile: str
+    facts: Facts
+
+
 @dataclass
 class Usage:
     """LLM calls and tokens one step used (all zero offline)."""
@@ -85,8 +93,27 @@ class MemorySteps(Protocol):
         """
         ...
 
+    def chain_and_topics(
+        self,
+        *,
+        previous: TurnText | None,
+        previous_chain_summary: str,
+        pages: list[TurnText],
+        similarities: list[float | None],
+    ) -> list[ChainTopic]:
+        """`chain_and_topic` for several pages that left STM together, in order, each continuing from the one before.
+
+        `similarities[i]` is the cosine between page i and the page before it (None for the first without a
+        previous page). Returns one ChainTopic per page, in order: the same as asking one page at a time.
+        """
+        ...
+
     def profile_update(self, *, profile: str, pages: list[TurnText]) -> str:
         """The updated profile text given the current one and new pages."""
+        ...
+
+    def promotion_analyse(self, *, profile: str, pages: list[TurnText]) -> PromotionFindings:
+        """`profile_update` and `knowledge_extract` of the same pages as one step (one model call)."""
         ...
 
     def knowledge_extract(self, *, pages: list[TurnText]) -> Facts:

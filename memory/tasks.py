@@ -12,12 +12,11 @@ from memory.embeddings import EmbeddingUnavailable
 from memory.models import Tenant
 from memory.services.forgetting import profile_rederive
 from memory.services.gdpr_export import export_build, exports_expire
-from memory.services.heat_samples import segment_visits_apply
 from memory.services.jobs import RETRY_DELAYS, jobs_requeue
 from memory.services.personal_data import personal_data_rescan
 from memory.services.promotion import segment_promote
 from memory.services.retention import retention_run, retention_run_daily, retention_tenants
-from memory.services.updating import pages_place
+from memory.services.updating import pages_place, segment_visits_count
 from memory.step_types import StepFailed
 
 log = logging.getLogger(__name__)
@@ -60,8 +59,9 @@ def jobs_requeue_task() -> dict[str, int]:
 
 @shared_task(acks_late=True)
 def segment_visits_apply_task() -> int:
-    """Count the segment visits retrieval queued (N_visit, last touch, heat samples); a second run finds none."""
-    return segment_visits_apply()
+    """Count the segment visits retrieval queued (N_visit, last touch, heat samples) and promote segments they made
+    hot; a second run finds none."""
+    return segment_visits_count()
 
 
 @shared_task(acks_late=True)

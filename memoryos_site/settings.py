@@ -121,6 +121,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "memoryos_site.routers.ConsoleReadsMiddleware",
 ]
 
 # Content-Security-Policy (django-csp): scripts, styles, images and requests from the site itself only. Inline
@@ -179,6 +180,15 @@ if not env_bool("DATABASE_JIT", False):
     _db_options = DATABASES["default"]["OPTIONS"]
     _db_options["options"] = f"{_db_options.get('options', '')} -c jit=off".strip()
 DATABASES["default"]["TEST"] = {"NAME": env_str("DATABASE_TEST_NAME", "test_memoryos")}
+# A PostgreSQL read replica of the primary for the console's reads (memoryos_site.routers); empty: none.
+DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL")
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = dj_database_url.parse(
+        DATABASE_REPLICA_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60)
+    )
+    DATABASES["replica"]["OPTIONS"] = dict(DATABASES["default"]["OPTIONS"])
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}  # tests read the primary's test database through it
+DATABASE_ROUTERS = ["memoryos_site.routers.PrimaryReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Celery ---------------------------------------------------------------------------------------------------
@@ -325,6 +335,14 @@ MEMORY_RETRIEVAL = env_str("MEMORY_RETRIEVAL", "hybrid")
 MEMORY_VISIT_RELEVANCE = env_float("MEMORY_VISIT_RELEVANCE", 0.3)
 MEMORY_CONTINUITY_THRESHOLD = env_float("MEMORY_CONTINUITY_THRESHOLD", 0.35)
 MEMORY_MESSAGE_MAX_CHARS = env_int("MEMORY_MESSAGE_MAX_CHARS", 8000)
+# Pages that leave STM are placed (one model call) once this many wait; a lone page is placed by the sweep.
+MEMORY_PLACEMENT_BATCH = env_int("MEMORY_PLACEMENT_BATCH", 2)
+# What F compares with segment summaries: "page" (the page's own vector) or "summary" (the model's topic summary).
+MEMORY_TOPIC_VECTOR = env_str("MEMORY_TOPIC_VECTOR", "page")
+if MEMORY_PLACEMENT_BATCH < 1:
+    raise ImproperlyConfigured("MEMORY_PLACEMENT_BATCH must be at least 1")
+if MEMORY_TOPIC_VECTOR not in ("page", "summary"):
+    raise ImproperlyConfigured("MEMORY_TOPIC_VECTOR must be page or summary")
 if MEMORY_RETRIEVAL not in ("hybrid", "paper"):
     raise ImproperlyConfigured("MEMORY_RETRIEVAL must be hybrid or paper")
 if MEMORY_STM_CAPACITY < 1:

@@ -23,6 +23,22 @@ def no_warm_up(settings):
     settings.EMBEDDING_WARM_AT_START = False
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """A `replica` alias mirroring `default` (Django's TEST MIRROR): a second connection to the same test database.
+
+    Nothing reads from it unless a test sets DATABASE_REPLICA_URL (memoryos_site.routers), so other tests are
+    unchanged; the routing tests declare it in their `databases`.
+    """
+    from django.conf import settings
+    from django.db import connections
+
+    if "replica" not in settings.DATABASES:
+        default = settings.DATABASES["default"]
+        replica = {**default, "TEST": {**default.get("TEST", {}), "MIRROR": "default"}}
+        settings.DATABASES["replica"] = connections.settings["replica"] = replica
+
+
 @pytest.fixture(autouse=True)
 def embedder(request):
     """The fake embedder at the seam, unless a test asks for the real model with @pytest.mark.real_embedder."""
@@ -62,6 +78,12 @@ def static_source_files(settings):
 def fast_password_hashing(settings):
     """Hashing is deliberately slow; tests log in a lot and check nothing about the hasher."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def placement_per_eviction(settings):
+    """Tests see each page that leaves STM placed at once; tests of batched placement raise the batch themselves."""
+    settings.MEMORY_PLACEMENT_BATCH = 1
 
 
 @pytest.fixture

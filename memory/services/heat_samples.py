@@ -68,12 +68,13 @@ def segment_visits_queue(*, segment_ids: Iterable[int], now: datetime) -> list[i
     return queued
 
 
-def segment_visits_apply(*, batch: int = VISITS_BATCH) -> int:
+def segment_visits_apply(*, batch: int = VISITS_BATCH, visited: dict[int, set[int]] | None = None) -> int:
     """Count the queued visits: per segment N_visit += visits, last touch = the latest visit, one heat sample.
 
     Each batch takes its visit rows and updates their segments in one statement of one transaction, so a batch is
     counted exactly once even when two workers run this at once (SKIP LOCKED) or a worker dies half-way (nothing of
-    the batch commits). Returns the number of visits counted.
+    the batch commits). Returns the number of visits counted; `visited`, when given, collects the segments counted
+    by space (space id → segment ids).
     """
     counted = 0
     while True:
@@ -81,6 +82,9 @@ def segment_visits_apply(*, batch: int = VISITS_BATCH) -> int:
             cursor.execute(APPLY_SQL.format(visit=SegmentVisit._meta.db_table, segment=Segment._meta.db_table), [batch])
             rows = sorted(cursor.fetchall())
             HeatSample.objects.bulk_create(_visit_sample(row) for row in rows)
+        for segment_id, space_id, *_ in rows:
+            if visited is not None:
+                visited.setdefault(space_id, set()).add(segment_id)
         counted += sum(row[-1] for row in rows)
         if not rows or sum(row[-1] for row in rows) < batch:
             return counted

@@ -104,8 +104,16 @@ def _promote(space: MemorySpace, segment_id: int, steps: MemorySteps, now: datet
     turns = [page_turn_text(page) for page in pages]
     report = PromotionReport(promoted=True, analysed_page_ids=[p.id for p in pages])
     policy = personal_data_policy_get(tenant=space.tenant_id)
-    report.profile_version_id = _profile_update(space, segment, pages, turns, steps, policy)
-    facts = steps.knowledge_extract(pages=turns)
+    versions = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number")
+    current = versions.first()
+    if current is not None and current.locked:
+        facts = steps.knowledge_extract(pages=turns)  # the profile stays as it is: ask only for the facts
+    else:
+        # it builds on the newest version a reviewer has not rejected
+        base = versions.exclude(review_state=ReviewState.REJECTED).first()
+        findings = steps.promotion_analyse(profile=base.text if base else "", pages=turns)
+        report.profile_version_id = _profile_version_add(space, segment, pages, current, base, findings.profile, policy)
+        facts = findings.facts
     sources = _fact_sources(steps, pages, turns, [*facts.user, *facts.assistant])
     report.knowledge_ids = _knowledge_add(space, segment, sources, facts.user, facts.assistant, policy)
     report.dropped_knowledge_ids = knowledge_enforce_capacity(space=space)
@@ -130,26 +138,21 @@ def _promote(space: MemorySpace, segment_id: int, steps: MemorySteps, now: datet
     return report
 
 
-def _profile_update(
+def _profile_version_add(
     space: MemorySpace,
     segment: Segment,
     pages: list[Page],
-    turns: list[TurnText],
-    steps: MemorySteps,
+    current: ProfileVersion | None,
+    base: ProfileVersion | None,
+    text: str,
     policy: PersonalDataPolicy,
 ) -> int | None:
-    """A new profile version, unless the current one is locked or the text did not change.
+    """A new profile version holding `text`, unless the text is empty or did not change from `base`.
 
-    It builds on the newest version a reviewer has not rejected; the model's text loses the policy's do-not-store
-    data, and it waits for review when the policy asks (memory.services.personal_data.review_state_for).
+    The model's text loses the policy's do-not-store data, and the version waits for review when the policy asks
+    (memory.services.personal_data.review_state_for).
     """
-    versions = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number")
-    current = versions.first()
-    if current is not None and current.locked:
-        return None
-    base = versions.exclude(review_state=ReviewState.REJECTED).first()
-    text = steps.profile_update(profile=base.text if base else "", pages=turns).strip()
-    text = redactor_for(policy, PersonalDataAction.DO_NOT_STORE)(text)
+    text = redactor_for(policy, PersonalDataAction.DO_NOT_STORE)(text.strip())
     if not text or (base is not None and text == base.text):
         return None
     version = ProfileVersion.objects.create(

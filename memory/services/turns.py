@@ -141,8 +141,19 @@ def stm_evict_overflow(space: MemorySpace) -> list[int]:
         event_record(space=space, kind=EventKind.PAUSED_DROP, detail={"pages": len(evicted)})
         return evicted
     Page.objects.filter(id__in=evicted).update(tier=Tier.MID_TERM)
+    if not _placement_batch_ready(space, len(evicted)):
+        return evicted  # the pages wait for company; past a lease the sweep places them anyway (jobs_requeue)
     from memory.tasks import stm_overflow_task
 
     newest = evicted[-1]
     transaction.on_commit(lambda: stm_overflow_task.delay(newest))
     return evicted
+
+
+def _placement_batch_ready(space: MemorySpace, evicted: int) -> bool:
+    """Whether MEMORY_PLACEMENT_BATCH pages now wait for placement, so that one placement (one model call) takes
+    them all; with a batch of 1 every eviction is placed at once, without counting."""
+    batch = settings.MEMORY_PLACEMENT_BATCH
+    if evicted >= batch:
+        return True
+    return Page.objects.filter(space=space, tier=Tier.MID_TERM, segment__isnull=True).count() >= batch

@@ -6,7 +6,7 @@ failure half-way (LLM down, garbage answer, worker killed) leaves memory as it w
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -26,7 +26,7 @@ from memory.models.tiers import HeatEvent, Tier
 from memory.retrieval import segment_candidates, segment_central_summary
 from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
-from memory.services.heat_samples import heat_sample_record
+from memory.services.heat_samples import heat_sample_record, segment_visits_apply
 from memory.services.jobs import job_claim, job_done, job_release, job_renew, jobs_due, lease_kept
 from memory.step_types import ChainTopic, MemorySteps, StepFailed, TurnText
 from memory.steps import get_steps
@@ -92,7 +92,24 @@ def pages_place(*, page_id: int, now: datetime | None = None) -> PlacementReport
     return report
 
 
+def space_pending_place(*, space_id: int, now: datetime | None = None) -> PlacementReport:
+    """Place every page of the space still waiting for placement now, batch or not (imports, replays, tests).
+
+    Idempotent, like `pages_place`: with nothing pending it does nothing.
+    """
+    newest = Page.objects.filter(space_id=space_id, tier=Tier.MID_TERM, segment__isnull=True).aggregate(Max("id"))
+    if newest["id__max"] is None:
+        return PlacementReport()
+    return pages_place(page_id=newest["id__max"], now=now)
+
+
 def _place_pending(space: MemorySpace, up_to_seq: int, steps: MemorySteps, now: datetime) -> PlacementReport:
+    """Place the pending pages with one embedding pass and one chain step for all of them, then check what changed.
+
+    Only the segments this run created can push the space past capacity, and only the segments it touched gained
+    L_interaction, so eviction and the hot check look at those alone (visits heat segments too: whoever records
+    them checks those with `segments_promote_hot`).
+    """
     pending = list(
         Page.objects.filter(space=space, tier=Tier.MID_TERM, segment__isnull=True, seq__lte=up_to_seq).order_by("seq")
     )
@@ -107,20 +124,24 @@ def _place_pending(space: MemorySpace, up_to_seq: int, steps: MemorySteps, now: 
         .order_by("-seq")
         .first()
     )
-    for page in pending:
-        chain = steps.chain_and_topic(
-            previous=page_turn_text(previous) if previous else None,
-            previous_chain_summary=previous.chain_summary if previous else "",
-            page=page_turn_text(page),
-            similarity=cosine(previous.embedding, page.embedding) if previous else None,
-        )
-        page.topic_embedding = _topic_vector(embedder, steps, page, chain)
+    chains = steps.chain_and_topics(
+        previous=page_turn_text(previous) if previous else None,
+        previous_chain_summary=previous.chain_summary if previous else "",
+        pages=[page_turn_text(page) for page in pending],
+        similarities=_similarities(previous, pending),
+    )
+    for page, vector in zip(pending, _topic_vectors(embedder, steps, pending, chains), strict=True):
+        page.topic_embedding = vector
+    touched: list[int] = []
+    for page, chain in zip(pending, chains, strict=True):
         _chain_link(page, previous, chain)
         segment, created = _segment_assign(space, page, chain, now)
         report.placed_page_ids.append(page.id)
+        touched.append(segment.id)
         if created:
             report.created_segment_ids.append(segment.id)
         previous = page
+    _chain_summaries_spread(pending)
     event_record(
         space=space,
         kind=EventKind.STM_OVERFLOW,
@@ -130,19 +151,35 @@ def _place_pending(space: MemorySpace, up_to_seq: int, steps: MemorySteps, now: 
         detail={"placed_page_ids": report.placed_page_ids, "created_segment_ids": report.created_segment_ids},
         usage=steps.usage,
     )
-    report.evicted_segment_ids = segments_evict_past_capacity(space=space, now=now)
-    report.hot_segment_ids = hot_segment_ids(space_id=space.id, now=now)
-    _queue_promotions(report.hot_segment_ids)
+    if report.created_segment_ids:
+        report.evicted_segment_ids = segments_evict_past_capacity(space=space, now=now)
+    gone = set(report.evicted_segment_ids)
+    report.hot_segment_ids = segments_promote_hot(
+        space_id=space.id, segment_ids=[i for i in touched if i not in gone], now=now
+    )
     return report
 
 
-def _topic_vector(embedder, steps: MemorySteps, page: Page, chain: ChainTopic) -> np.ndarray:
-    """The vector F compares with segment summaries: the model's abstractive topic summary when an LLM wrote it;
-    offline, the whole page, because one extracted sentence is a noisier summary than the page itself (on LoCoMo
-    conv-26 it halves the topical separation of segments)."""
-    if steps.mode == "offline" or not chain.topic_summary:
-        return page.embedding
-    return embedder.embed([chain.topic_summary])[0]
+def _similarities(previous: Page | None, pending: list[Page]) -> list[float | None]:
+    """The cosine of each pending page to the page before it (None for the first without a previous page)."""
+    before = [previous, *pending[:-1]]
+    return [cosine(b.embedding, p.embedding) if b is not None else None for b, p in zip(before, pending, strict=True)]
+
+
+def _topic_vectors(embedder, steps: MemorySteps, pages: list[Page], chains: list[ChainTopic]) -> list[np.ndarray]:
+    """The vectors F compares with segment summaries: the page's own vector (MEMORY_TOPIC_VECTOR=page, default).
+
+    With MEMORY_TOPIC_VECTOR=summary, the model's abstractive topic summaries, embedded in one batch; offline always
+    the page, because one extracted sentence is a noisier summary than the page itself (on LoCoMo conv-26 it halves
+    the topical separation of segments). The page vector costs no second embedding pass per page.
+    """
+    vectors = [page.embedding for page in pages]
+    if settings.MEMORY_TOPIC_VECTOR != "summary" or steps.mode == "offline":
+        return vectors
+    wanted = [i for i, chain in enumerate(chains) if chain.topic_summary]
+    for i, vector in zip(wanted, embedder.embed([chains[i].topic_summary for i in wanted]), strict=True):
+        vectors[i] = vector
+    return vectors
 
 
 def page_turn_text(page: Page) -> TurnText:
@@ -151,17 +188,23 @@ def page_turn_text(page: Page) -> TurnText:
 
 
 def _chain_link(page: Page, previous: Page | None, chain: ChainTopic) -> None:
-    """Continue the previous page's chain (every member shows the latest summary) or start a new one."""
+    """Continue the previous page's chain or start a new one (`_chain_summaries_spread` updates the older members)."""
     page.topic_summary = chain.topic_summary
     page.keywords = list(chain.keywords)
     page.chain_summary = chain.chain_summary
     if chain.continues and previous is not None:
         page.prev_page = previous
         page.chain_head_id = previous.chain_head_id or previous.id
-        Page.objects.filter(chain_head_id=page.chain_head_id).update(chain_summary=chain.chain_summary)
     else:
         page.prev_page = None
         page.chain_head_id = page.id
+
+
+def _chain_summaries_spread(pages: list[Page]) -> None:
+    """Every member of a chain these pages continued shows its latest summary: one UPDATE per chain, not per page."""
+    latest = {page.chain_head_id: page.chain_summary for page in pages if page.prev_page_id is not None}
+    for head_id, summary in latest.items():
+        Page.objects.filter(chain_head_id=head_id).exclude(chain_summary=summary).update(chain_summary=summary)
 
 
 def _segment_assign(space: MemorySpace, page: Page, chain: ChainTopic, now: datetime) -> tuple[Segment, bool]:
@@ -173,7 +216,7 @@ def _segment_assign(space: MemorySpace, page: Page, chain: ChainTopic, now: date
         if f > best_f:
             best, best_f = candidate, f
     if best is not None and joins_segment(best_f):
-        segment = Segment.objects.get(pk=best.segment_id)
+        segment = Segment.objects.select_for_update().get(pk=best.segment_id)  # visits wait for the sample
         _page_save(page, segment)
         _segment_merge(segment, page, touched)
         return segment, False
@@ -207,44 +250,86 @@ def _page_save(page: Page, segment: Segment) -> None:
 
 
 def _segment_merge(segment: Segment, page: Page, touched: datetime) -> None:
-    """L_interaction grows by one page; unless locked, the summary, keywords and centroid are refreshed."""
-    Segment.objects.filter(pk=segment.pk).update(
-        l_interaction=F("l_interaction") + 1,
-        last_touched_at=Greatest(F("last_touched_at"), Value(touched)),
-    )
+    """L_interaction grows by one page; unless locked, the summary, keywords and centroid are refreshed.
+
+    The segment row is locked (select_for_update), so the counters sampled here are the ones stored: one UPDATE
+    writes them all.
+    """
+    segment.l_interaction += 1
+    segment.last_touched_at = max(segment.last_touched_at, touched)
+    fields = {
+        "l_interaction": F("l_interaction") + 1,
+        "last_touched_at": Greatest(F("last_touched_at"), Value(touched)),
+    }
     if not segment.locked:
-        _segment_refresh(segment, page)
-    segment.refresh_from_db(fields=["n_visit", "l_interaction", "last_touched_at"])
+        fields.update(_segment_refresh(segment, page))
+    Segment.objects.filter(pk=segment.pk).update(**fields)
     heat_sample_record(segment=segment, event=HeatEvent.MERGED, now=touched)
 
 
-def _segment_refresh(segment: Segment, page: Page) -> None:
-    """Running centroid of the members' topic vectors; summary = the most central member's topic; top keywords.
+# How often a large segment's summary and keywords are looked at again: at every page while it holds fewer than
+# twice this many, then this many times each time its size doubles (every 2^k pages for 2^k ≤ n / REFRESHES < 2^k+1).
+# Reading them costs O(n) for n pages, so each page costs O(REFRESHES) amortised, whatever the segment's size; a large
+# segment's centroid moves by about 1/n per page, so its most central page and its top keywords change slowly.
+SEGMENT_REFRESHES = 16
 
-    The centroid is updated from the stored one and the new page's vector, not recomputed from every member, so a
-    page joining a large segment costs the same as one joining a small segment.
+# The member count and, when a refresh is due, the members' keywords by frequency, ties in the order they were first
+# said (page order, then position in the page), as Counter.most_common over the pages in seq order gives them.
+SEGMENT_KEYWORDS_SQL = """
+WITH members AS (SELECT count(*) AS n FROM {page} WHERE segment_id = %(segment)s)
+SELECT members.n,
+       CASE WHEN members.n
+                 %% power(2, floor(log(2, greatest(members.n, %(refreshes)s) / %(refreshes)s::numeric)))::bigint = 0
+       THEN
+       ARRAY(SELECT keyword FROM (
+                 SELECT k.keyword, count(*) AS n, min(p.seq::bigint * 1000 + k.position) AS first_said
+                 FROM {page} p CROSS JOIN LATERAL unnest(p.keywords) WITH ORDINALITY AS k(keyword, position)
+                 WHERE p.segment_id = %(segment)s
+                 GROUP BY k.keyword) counted
+             ORDER BY n DESC, first_said
+             LIMIT %(limit)s)
+       END
+FROM members
+"""
+
+
+def _segment_refresh(segment: Segment, page: Page) -> dict:
+    """The new centroid, and when due the keywords and summary, of a segment `page` has just joined, as fields.
+
+    A running centroid of the members' topic vectors (from the stored one and the new page's vector, not from every
+    member); the summary is the most central member's topic; the keywords the members' most frequent. Both are
+    looked at again at every page of a small segment and SEGMENT_REFRESHES times per doubling of a large one.
     """
-    members = Page.objects.filter(segment=segment)
-    earlier = members.count() - 1
+    with connection.cursor() as cursor:
+        cursor.execute(
+            SEGMENT_KEYWORDS_SQL.format(page=connection.ops.quote_name(Page._meta.db_table)),
+            {"segment": segment.pk, "limit": SEGMENT_KEYWORDS, "refreshes": SEGMENT_REFRESHES},
+        )
+        members, keywords = cursor.fetchone()
+    earlier = members - 1
     if segment.embedding is None or earlier <= 0:
         centroid = np.asarray(page.topic_embedding, dtype=np.float32)
     else:
         centroid = np.asarray(segment.embedding, dtype=np.float32) * earlier + page.topic_embedding
     centroid = centroid / (np.linalg.norm(centroid) or 1.0)
-    counts = Counter(k for keywords in members.order_by("seq").values_list("keywords", flat=True) for k in keywords)
-    keywords = [k for k, _ in counts.most_common(SEGMENT_KEYWORDS)]
+    segment.embedding = centroid
+    if keywords is None:  # not due: the summary and keywords stay as they are
+        return {"embedding": centroid}
     summary = segment_central_summary(segment_id=segment.id, centroid=centroid) or segment.summary
-    Segment.objects.filter(pk=segment.pk).update(embedding=centroid, keywords=keywords, summary=summary)
+    segment.keywords, segment.summary = list(keywords), summary
+    return {"embedding": centroid, "keywords": list(keywords), "summary": summary}
 
 
 def segments_evict_past_capacity(*, space: MemorySpace, now: datetime) -> list[int]:
-    """While the space holds more than MTM capacity segments, evict the unpinned one with the lowest heat."""
-    rows = list(
-        Segment.objects.filter(space=space).values("id", "n_visit", "l_interaction", "last_touched_at", "pinned")
-    )
-    excess = len(rows) - settings.MEMORY_MTM_CAPACITY
-    if excess <= 0:
+    """While the space holds more than MTM capacity segments, evict the unpinned one with the lowest heat.
+
+    One count when the space is within capacity; the segments' counters are read only when it is not.
+    """
+    segments = Segment.objects.filter(space=space)
+    if segments.count() <= settings.MEMORY_MTM_CAPACITY:
         return []
+    rows = list(segments.values("id", "n_visit", "l_interaction", "last_touched_at", "pinned"))
+    excess = len(rows) - settings.MEMORY_MTM_CAPACITY
 
     def heat_key(row: dict) -> tuple[float, int]:
         counters = {k: row[k] for k in ("n_visit", "l_interaction", "last_touched_at")}
@@ -269,14 +354,20 @@ def segment_evict(*, segment_id: int, heat: float, space: MemorySpace) -> None:
     )
 
 
-def hot_segment_ids(*, space_id: int, now: datetime) -> list[int]:
-    """Every segment with heat ≥ τ that holds pages not yet analysed (all of them, not only the hottest)."""
+def hot_segment_ids(*, space_id: int, now: datetime, segment_ids: Iterable[int] | None = None) -> list[int]:
+    """Every segment with heat ≥ τ that holds pages not yet analysed (all of them, not only the hottest).
+
+    With `segment_ids`, only those segments are looked at (the ones whose heat just grew): one indexed statement
+    whatever the size of the space.
+    """
     unanalysed = Page.objects.filter(segment=OuterRef("pk"), analysed=False)
-    rows = (
-        Segment.objects.filter(space_id=space_id)
-        .filter(Exists(unanalysed))
-        .values("id", "n_visit", "l_interaction", "last_touched_at")
-    )
+    segments = Segment.objects.filter(space_id=space_id)
+    if segment_ids is not None:
+        ids = sorted(set(segment_ids))
+        if not ids:
+            return []
+        segments = segments.filter(id__in=ids)
+    rows = segments.filter(Exists(unanalysed)).values("id", "n_visit", "l_interaction", "last_touched_at")
     hot = []
     for row in rows:
         heat = heat_of(
@@ -285,6 +376,29 @@ def hot_segment_ids(*, space_id: int, now: datetime) -> list[int]:
         if is_hot(heat):
             hot.append(row["id"])
     return sorted(hot)
+
+
+def segments_promote_hot(*, space_id: int, segment_ids: Iterable[int], now: datetime) -> list[int]:
+    """Queue a promotion for each of these segments that is hot and holds unanalysed pages; returns their ids.
+
+    For callers whose work heated some segments (placement, recorded visits): only those are read. Idempotent:
+    a promotion queued twice promotes once (memory.services.promotion).
+    """
+    hot = hot_segment_ids(space_id=space_id, now=now, segment_ids=segment_ids)
+    _queue_promotions(hot)
+    return hot
+
+
+def segment_visits_count(*, now: datetime | None = None) -> int:
+    """Count the segment visits retrieval queued, then queue a promotion for each visited segment that visits
+    made hot (placement only reads the segments it touched). Returns the number of visits counted."""
+    visited: dict[int, set[int]] = {}
+    counted = segment_visits_apply(visited=visited)
+    now = now or timezone.now()
+    for space_id, segment_ids in sorted(visited.items()):
+        with transaction.atomic():
+            segments_promote_hot(space_id=space_id, segment_ids=sorted(segment_ids), now=now)
+    return counted
 
 
 def _queue_promotions(segment_ids: list[int]) -> None:

@@ -25,7 +25,7 @@ from memory.services.forgetting import profile_rederive
 from memory.services.gdpr_export import _export_claim, _progress, export_build, export_request
 from memory.services.heat_samples import segment_visits_queue
 from memory.services.jobs import job_claim, job_done, job_release, jobs_due, jobs_requeue
-from memory.services.updating import pages_place
+from memory.services.updating import pages_place, segment_visits_count
 from tests import builders
 
 
@@ -234,3 +234,17 @@ def test_the_sweep_counts_visits_whose_wake_up_was_lost(space, settings, django_
 
     segment.refresh_from_db()
     assert segment.n_visit == 1 and not SegmentVisit.objects.exists()
+
+
+def test_a_segment_that_visits_make_hot_is_queued_for_promotion(space, django_capture_on_commit_callbacks):
+    long_ago = timezone.now() - timedelta(days=365)  # no recency left: heat = N_visit + L_interaction
+    segment = builders.segment_with_pages(
+        space, summary="hiking", messages=["I hike with my dog Rex."], l_interaction=2, last_touched_at=long_ago
+    )
+    for _ in range(4):
+        segment_visits_queue(segment_ids=[segment.id], now=long_ago)
+
+    with django_capture_on_commit_callbacks(execute=False):
+        assert segment_visits_count(now=long_ago) == 4
+
+    assert JobLease.objects.filter(kind=JobKind.PROMOTION, target_id=segment.id).exists()

@@ -126,29 +126,59 @@ def llm_mode(settings):
     settings.LLM_BASE_URL = "http://llm.invalid/v1"
 
 
-def test_with_an_llm_promotion_costs_two_calls(space, llm_mode):
+def test_with_an_llm_promotion_costs_one_call_for_the_profile_and_the_knowledge(space, llm_mode):
     segment = builders.segment_with_pages(
         space, summary="hiking", messages=[("I love hiking with my dog Rex.", "I'll find trails.")], l_interaction=5
     )
-    llm = ScriptedLLM(
-        [
-            json.dumps({"profile": "Loves hiking with Rex, a dog."}),
-            json.dumps({"user_facts": ["2026-01-05: loves hiking with Rex"], "assistant_facts": ["promised trails"]}),
-        ]
+    answer = {
+        "profile": "Loves hiking with Rex, a dog.",
+        "user_facts": ["2026-01-05: loves hiking with Rex"],
+        "assistant_facts": ["promised trails"],
+    }
+    llm = ScriptedLLM([json.dumps(answer)])
+    with use_llm(llm):
+        report = segment_promote(segment_id=segment.id, now=NOW)
+    assert len(llm.calls) == 1
+    assert ProfileVersion.objects.get().text == "Loves hiking with Rex, a dog."
+    assert sorted(KnowledgeEntry.objects.filter(id__in=report.knowledge_ids).values_list("text", flat=True)) == [
+        "2026-01-05: loves hiking with Rex",
+        "promised trails",
+    ]
+    event = MemoryEvent.objects.get(kind=EventKind.PROMOTION)
+    assert event.llm_calls == 1 and event.prompt_tokens > 0
+
+
+def test_a_promotion_answer_without_the_facts_is_asked_for_again_and_then_stored_whole(space, llm_mode):
+    segment = builders.segment_with_pages(
+        space, summary="hiking", messages=[("I love hiking with my dog Rex.", "ok")], l_interaction=5
     )
+    whole = {"profile": "Loves hiking.", "user_facts": ["2026-01-05: loves hiking"], "assistant_facts": []}
+    llm = ScriptedLLM([json.dumps({"profile": "Loves hiking."}), json.dumps(whole)])
     with use_llm(llm):
         segment_promote(segment_id=segment.id, now=NOW)
-    assert len(llm.calls) == 2
-    assert ProfileVersion.objects.get().text == "Loves hiking with Rex, a dog."
-    event = MemoryEvent.objects.get(kind=EventKind.PROMOTION)
-    assert event.llm_calls == 2 and event.prompt_tokens > 0
+    assert len(llm.calls) == 2 and '"user_facts" must be a list of strings' in llm.calls[1][-1]["content"]
+    assert ProfileVersion.objects.get().text == "Loves hiking."
+    assert KnowledgeEntry.objects.get().text == "2026-01-05: loves hiking"
+
+
+def test_a_locked_profile_makes_the_promotion_ask_only_for_the_facts(space, llm_mode):
+    segment = builders.segment_with_pages(
+        space, summary="hiking", messages=[("I love hiking with my dog Rex.", "ok")], l_interaction=5
+    )
+    ProfileVersion.objects.create(end_user_id=space.end_user_id, number=1, text="Kept as written.", locked=True)
+    llm = ScriptedLLM([json.dumps({"user_facts": ["2026-01-05: loves hiking"], "assistant_facts": []})])
+    with use_llm(llm):
+        segment_promote(segment_id=segment.id, now=NOW)
+    assert len(llm.calls) == 1 and '"profile"' not in llm.calls[0][0]["content"]
+    assert list(ProfileVersion.objects.values_list("text", flat=True)) == ["Kept as written."]
+    assert KnowledgeEntry.objects.get().text == "2026-01-05: loves hiking"
 
 
 def test_a_failing_llm_leaves_long_term_memory_unchanged_and_pages_unanalysed(space, llm_mode):
     segment = builders.segment_with_pages(
         space, summary="hiking", messages=[("I love hiking with my dog Rex.", "ok")], l_interaction=5
     )
-    llm = ScriptedLLM([json.dumps({"profile": "Loves hiking."}), "garbage", "more garbage"])
+    llm = ScriptedLLM([json.dumps({"profile": "Loves hiking."}), "more garbage"])
     with use_llm(llm), pytest.raises(StepFailed):
         segment_promote(segment_id=segment.id, now=NOW)
     assert not ProfileVersion.objects.exists()
@@ -156,4 +186,4 @@ def test_a_failing_llm_leaves_long_term_memory_unchanged_and_pages_unanalysed(sp
     assert segment.pages.filter(analysed=False).count() == 1
     assert Segment.objects.get(pk=segment.pk).l_interaction == 5
     failed = MemoryEvent.objects.get(kind=EventKind.PROMOTION)
-    assert failed.status == EventStatus.FAILED and failed.llm_calls == 3  # every call is counted, failed ones too
+    assert failed.status == EventStatus.FAILED and failed.llm_calls == 2  # every call is counted, failed ones too

@@ -46,10 +46,7 @@ def test_the_llm_never_reads_a_system_reply_and_learns_no_assistant_fact_from_it
         reply_source=ReplySource.SYSTEM,
     )  # fmt: skip
     llm = ScriptedLLM(
-        [
-            json.dumps({"profile": "Likes kiwis."}),
-            json.dumps({"user_facts": ["The user likes kiwis."], "assistant_facts": []}),
-        ]
+        [json.dumps({"profile": "Likes kiwis.", "user_facts": ["The user likes kiwis."], "assistant_facts": []})]
     )
 
     with use_llm(llm):

@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.bench import BenchOptions, memory_bench
+from evaluation.benchlocomo import DEFAULT_DATA, LocomoIngestOptions, locomo_ingest_bench
 
 
 class Command(BaseCommand):
     help = (
         "Generate synthetic users with a full memory in a fresh tenant, measure retrieval, prompt assembly, turn "
-        "recording, the updating tasks, ingestion growth and the user page (fake LLM and embedder), then delete "
-        "the tenant unless --keep."
+        "recording, the updating tasks, ingestion growth and the user pages (fake LLM and embedder), then delete "
+        "the tenant unless --keep. With --ingest-locomo, instead replay LoCoMo turns into one user's memory with the "
+        "real embedder and a fake OpenAI-compatible server over HTTP, and report the cost per stored turn."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -31,8 +33,23 @@ class Command(BaseCommand):
         parser.add_argument("--keep", action="store_true", help="keep the benchmark tenant and its data afterwards")
         parser.add_argument("--out", type=Path, default=Path("bench.json"))
         parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+        parser.add_argument(
+            "--ingest-locomo",
+            action="store_true",
+            help="replay --turns LoCoMo turns (the real embedder, evaluation.fake_llm over HTTP) instead",
+        )
+        parser.add_argument("--locomo-data", type=Path, default=DEFAULT_DATA, help="LoCoMo JSON for --ingest-locomo")
+        parser.add_argument(
+            "--llm",
+            choices=("http", "bench", "offline"),
+            default="http",
+            help="--ingest-locomo's model: the fake HTTP server (default), BenchLLM in-process, or offline steps",
+        )
 
     def handle(self, *args, **options) -> None:
+        if options["ingest_locomo"]:
+            self._locomo(options)
+            return
         run = BenchOptions(
             users=options["users"],
             turns=options["turns"],
@@ -47,6 +64,35 @@ class Command(BaseCommand):
         options["out"].parent.mkdir(parents=True, exist_ok=True)
         options["out"].write_text(json.dumps(result, indent=1))
         self._summary(result)
+        self.stdout.write(self.style.SUCCESS(f"Wrote {options['out']}."))
+
+    def _locomo(self, options: dict) -> None:
+        run = LocomoIngestOptions(
+            turns=options["turns"],
+            data=options["locomo_data"],
+            tenant_slug=options["tenant"],
+            keep=options["keep"],
+            progress=False if options["no_progress"] else None,
+            llm=options["llm"],
+        )
+        try:
+            result = locomo_ingest_bench(run)
+        except (ValueError, OSError) as exc:
+            raise CommandError(str(exc)) from exc
+        options["out"].parent.mkdir(parents=True, exist_ok=True)
+        options["out"].write_text(json.dumps(result, indent=1))
+        self.stdout.write(
+            f"{result['turns']} LoCoMo turns at {result['turns_per_second']} turns/s ({result['embedder']}); "
+            f"{result['pages_stored']} pages in {result['segments']} segments; LLM calls per stored turn "
+            f"{result['llm_calls_per_stored_turn']} (target ≤ 1.0); segment quality {result['segment_quality']}"
+        )
+        for kind, key in (("wall", "growth"), ("CPU", "cpu_growth")):
+            for window in result[key]:
+                self.stdout.write(
+                    f"{kind} ms per stored turn, turns {window['first_window']}: {window['first_window_mean_ms']}; "
+                    f"turns {window['last_window']}: {window['last_window_mean_ms']}; "
+                    f"last/first {window['last_over_first']}"
+                )
         self.stdout.write(self.style.SUCCESS(f"Wrote {options['out']}."))
 
     def _summary(self, result: dict) -> None:
@@ -64,7 +110,8 @@ class Command(BaseCommand):
             ("STM overflow task (ms)", result["stm_overflow_task_ms"], ""),
             ("promotion (ms)", result["promotion_ms"], ""),
             ("ingest cost per turn (ms)", ingest["cost_ms"], ""),
-            ("user page (ms, stand-in)", result["user_page_ms"], "p95 ≤ 150 ms"),
+            ("console user page (ms)", result["console_user_page_ms"], "p95 ≤ 100 ms"),
+            ("end user's memory page (ms)", result["end_user_memory_page_ms"], "p95 ≤ 100 ms"),
         ]
         for label, figures, target in rows:
             cells = "".join(_cell(figures.get(p)) for p in ("p50", "p95", "p99"))
@@ -72,7 +119,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"ingest: {ingest['turns']} turns at {ingest['turns_per_second']} turns/s; last/first {ingest['window']} "
             f"turns cost ratio {result['ingest_cost_last_over_first']} (target ≈ 1); LLM calls per stored turn "
-            f"{result['llm_calls_per_stored_turn']} (target ≤ 1.2)"
+            f"{result['llm_calls_per_stored_turn']} (target ≤ 1.0)"
         )
 
 
