@@ -19,6 +19,7 @@ urlpatterns = [
         name="forget_confirm",
     ),
     path("<str:assistant_id>/memory/turns/<int:page_id>/forget/", views.page_forget, name="page_forget"),
+    path("<str:assistant_id>/memory/topics/<int:segment_id>/", views.memory_topic, name="memory_topic"),
     path("<str:assistant_id>/memory/topics/<int:segment_id>/forget/", views.segment_forget, name="segment_forget"),
     path("<str:assistant_id>/memory/facts/<int:entry_id>/correct/", views.knowledge_correct, name="knowledge_correct"),
     path("<str:assistant_id>/memory/facts/<int:entry_id>/forget/", views.knowledge_forget, name="knowledge_forget"),

@@ -183,6 +183,18 @@ def memory(request: HttpRequest, assistant_id: str) -> HttpResponse:
     return render(request, "chat/memory.html", _memory_context(end_user, assistant))
 
 
+@require_GET
+@login_required
+def memory_topic(request: HttpRequest, assistant_id: str, segment_id: int) -> HttpResponse:
+    """One topic's turns: the list alone when the memory page opens the topic (HTMX), else a page of its own."""
+    end_user, assistant = _pair_or_404(request, assistant_id)
+    segment = _own_or_404(segment_get, end_user, assistant=assistant, id=segment_id)
+    context = {"end_user": end_user, "assistant": assistant, "segment": segment}
+    context["pages"] = self_service.topic_pages(segment=segment)
+    template = "chat/topic.html#topic-turns" if request.htmx else "chat/topic.html"
+    return render(request, template, context)
+
+
 def _memory_changed(request: HttpRequest, end_user: EndUser, assistant: Assistant, note: str) -> HttpResponse:
     """After a change: HTMX gets the page's body again, with the note; plain HTML a redirect to the page."""
     if request.htmx:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Count, Prefetch, Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from memory.models import Assistant, ChatReply, EndUser, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
 from memory.models.tiers import KnowledgeKind
@@ -178,11 +178,10 @@ def remembered_for(*, end_user: EndUser, assistant: Assistant, recent_limit: int
     )
     segments, recent = [], []
     if space is not None:
-        segment_pages = Page.objects.without_vectors().order_by("seq")
+        # a topic's turns are read when its section is opened (topic_pages): a full memory holds ~6,000 of them
         segments = list(
             Segment.objects.filter(space=space)
             .annotate(page_count=Count("pages"))
-            .prefetch_related(Prefetch("pages", queryset=segment_pages))
             .without_vectors()
             .order_by("-last_touched_at", "-id")
         )
@@ -201,3 +200,8 @@ def remembered_for(*, end_user: EndUser, assistant: Assistant, recent_limit: int
         segments=segments,
         recent_pages=recent,
     )
+
+
+def topic_pages(*, segment: Segment) -> list[Page]:
+    """The turns of one topic of the end user's memory, in order (its owner is checked by the caller's selector)."""
+    return list(Page.objects.filter(segment=segment).without_vectors().order_by("seq"))

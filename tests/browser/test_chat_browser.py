@@ -105,3 +105,15 @@ def test_offline_ava_answers_from_what_was_just_said_and_shows_only_that(demo, p
     last.locator("details.memory-used summary").click()
     used = last.locator("details.memory-used .memory-used-body").inner_text()
     assert "you said “I like kiwis.”" in used and "brother" not in used
+
+
+def test_a_topic_on_the_memory_page_loads_its_turns_when_opened(demo, page):
+    log_in(page, "alice", settings.DEMO_PASSWORD)
+    page.goto(page.url.split("/chat/")[0] + "/chat/ava/memory/")
+    topic = page.locator("#topics-title ~ ul > li").first
+    assert topic.locator(".topic-turns a").count() == 1  # not loaded yet: a link, which works without JavaScript
+
+    topic.locator("details.earlier summary").click()
+
+    topic.locator("ul.topic-turns > li").first.wait_for()
+    assert topic.locator("ul.topic-turns > li .memory-text").first.inner_text().startswith("You:")
