@@ -37,12 +37,12 @@ def test_a_dpo_masks_reveals_rescans_and_reviews(page, screenshot, tenant, alice
     assert PersonalDataPolicy.objects.get(tenant=tenant).email == "mask_console"
 
     page.goto(f"/console/acme/users/{alice.pk}/")
-    expect(page.locator("#stm")).to_contain_text("My email is [email]")
+    expect(page.locator("#tab-short-term")).to_contain_text("My email is [email]")
     page.click("details.reveal summary")
     page.fill("#reveal-reason", "The customer asked us to confirm their email")
     with page.expect_navigation():
         page.click("button:has-text('Reveal (audited)')")
-    expect(page.locator("#stm")).to_contain_text(EMAIL)
+    expect(page.locator("#tab-short-term")).to_contain_text(EMAIL)
     screenshot(page, "pii-revealed")
     assert AuditEntry.objects.filter(action="personal_data.reveal", subject_id=alice.pk).count() == 1
 

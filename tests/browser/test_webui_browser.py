@@ -214,14 +214,14 @@ def test_an_admin_creates_a_token_with_inline_scopes_and_copies_it(memory, new_t
 def test_console_actions_work_with_the_keyboard_alone_and_show_where_the_focus_is(memory, new_tab):
     tab = new_tab(DESKTOP)
     log_in(tab, "supervisor-of-acme", PASSWORD)
-    tab.goto(f"/console/acme/users/{memory.pk}/")
+    tab.goto(f"/console/acme/users/{memory.pk}/?tab=long-term")
 
     tab.keyboard.press("Tab")
     assert tab.evaluate("document.activeElement.textContent") == "Skip to the content"
     outline = tab.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline != "none"  # a visible focus ring
 
-    pin = tab.locator("#lpm [data-action=pin]").first
+    pin = tab.locator("#tab-long-term [data-action=pin]").first
     fact = KnowledgeEntry.objects.filter(end_user=memory, pinned=False).count()
     for _ in range(200):  # Tab until the first Pin button has the focus
         tab.keyboard.press("Tab")
