@@ -71,6 +71,17 @@ def serious_violations(tab) -> list[str]:
     ]
 
 
+def overflowing(tab, width: int) -> str:
+    """The innermost elements that reach past the right edge of a `width`-px window, to say what to fix."""
+    return tab.evaluate(
+        """width => [...document.querySelectorAll('body *')]
+            .filter(e => e.getBoundingClientRect().right > width + 1)
+            .filter(e => ![...e.children].some(c => c.getBoundingClientRect().right > width + 1))
+            .slice(0, 3).map(e => e.tagName.toLowerCase() + (e.className ? '.' + e.className : '')).join(', ')""",
+        width,
+    )
+
+
 def console_paths(alice) -> dict[str, str]:
     """One URL per console page type (which answer 403 depends on the role)."""
     segment = Segment.objects.filter(space__end_user=alice).first()
@@ -81,12 +92,21 @@ def console_paths(alice) -> dict[str, str]:
         "overview": "/console/acme/",
         "users": "/console/acme/users/",
         "user": f"/console/acme/users/{alice.pk}/",
+        "user mid-term": f"/console/acme/users/{alice.pk}/?tab=mid-term",
+        "user long-term": f"/console/acme/users/{alice.pk}/?tab=long-term",
+        "user chats": f"/console/acme/users/{alice.pk}/?tab=chats",
+        "user audit": f"/console/acme/users/{alice.pk}/?tab=audit",
+        "user search": f"/console/acme/users/{alice.pk}/?q=Lisbon",
+        "import": f"/console/acme/users/{alice.pk}/import/",
         "segment": f"/console/acme/segments/{segment.pk}/",
         "page": f"/console/acme/pages/{page.pk}/",
         "knowledge": f"/console/acme/knowledge/{fact.pk}/",
         "audit": "/console/acme/audit/",
         "gdpr": "/console/acme/gdpr/",
         "tokens": "/console/acme/tokens/",
+        "retention": "/console/acme/retention/",
+        "personal data": "/console/acme/personal-data/",
+        "review": "/console/acme/review/",
     }
 
 
@@ -254,7 +274,7 @@ def test_every_page_type_fits_each_screen_and_passes_axe_for_every_role(memory, 
         for width in (PHONE, TABLET, DESKTOP):
             tab.set_viewport_size({"width": width, "height": 844})
             if page_width(tab) > width:
-                too_wide.append(f"{path} is {page_width(tab)} px wide at {width} px")
+                too_wide.append(f"{path} is {page_width(tab)} px wide at {width} px: {overflowing(tab, width)}")
             if shot and width == PHONE:
                 screenshot(tab, f"webui-{shot}-phone")
         violations.extend(serious_violations(tab))
@@ -263,7 +283,8 @@ def test_every_page_type_fits_each_screen_and_passes_axe_for_every_role(memory, 
     tab.goto("/accounts/login/")
     check(tab, "/accounts/login/")
     log_in(tab, "alice", PASSWORD)
-    for path in ("/chat/ava/", "/chat/ava/memory/"):
+    topic = Segment.objects.filter(space__end_user=memory).first()
+    for path in ("/chat/ava/", "/chat/ava/memory/", f"/chat/ava/memory/topics/{topic.pk}/"):
         tab.goto(path)
         check(tab, path)
 
