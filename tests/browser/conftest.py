@@ -26,8 +26,10 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
+    """Chromium for one test module. Not for the session: Playwright's sync API keeps an event loop running in this
+    thread while it is started, and tests after the browser tests (the MCP clients, console_bench) run their own."""
     if not Path(CHROMIUM).exists():
         message = f"Chromium not found at {CHROMIUM}: install Debian's chromium (apt-get install chromium)"
         if os.environ.get("CI") == "true":

@@ -33,7 +33,7 @@ def test_the_console_user_page_reads_memory_from_the_replica(client, admin_user,
     builders.segment_with_pages(builders.space_of(ann), summary="hiking", messages=["I hike."])
     client.force_login(admin_user)
     with captured(DEFAULT_DB_ALIAS) as primary, captured(REPLICA) as replica:
-        response = client.get(reverse("console:user", args=[tenant.slug, ann.pk]))
+        response = client.get(reverse("console:user", args=[tenant.slug, ann.pk]) + "?tab=mid-term")
     assert response.status_code == 200 and b"hiking" in response.content
     assert any("memory_segment" in sql for sql in memory_tables(replica))
     assert not any(sql.lstrip().startswith("SELECT") and "memory_segment" in sql for sql in memory_tables(primary))
