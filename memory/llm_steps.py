@@ -65,8 +65,8 @@ PROFILE_SYSTEM = (
     'Answer with one JSON object and nothing else: {"profile": "..."}\n' + DATA_RULE
 )
 
-KNOWLEDGE_SYSTEM = (
-    "You extract long-term knowledge from conversation pages between a user and an assistant.\n"
+# What a fact is, for both the facts-only step and the combined promotion step.
+FACT_RULES = (
     "user_facts: facts about the user (who they are, what they did, own, like, plan or said happened).\n"
     "assistant_facts: what the assistant did, recommended, promised or committed to, in its own words. Never what it "
     "recited back from memory: when a reply repeats what the user said before or what it remembers, that is not a "
@@ -75,7 +75,13 @@ KNOWLEDGE_SYSTEM = (
     '"he" or "this"), starting with the date of the page it comes from as YYYY-MM-DD, for example '
     '"2024-05-03: The user adopted a cat named Miso." Use the dates of the pages, resolving words such as '
     '"yesterday" against them. Leave out small talk. At most 20 facts per list; an empty list is fine.\n'
-    'Answer with one JSON object and nothing else: {"user_facts": ["..."], "assistant_facts": ["..."]}\n' + DATA_RULE
+)
+
+KNOWLEDGE_SYSTEM = (
+    "You extract long-term knowledge from conversation pages between a user and an assistant.\n"
+    + FACT_RULES
+    + 'Answer with one JSON object and nothing else: {"user_facts": ["..."], "assistant_facts": ["..."]}\n'
+    + DATA_RULE
 )
 
 CHAINS_SYSTEM = (
@@ -102,15 +108,8 @@ PROMOTION_SYSTEM = (
     "profile: a concise third-person description of the user's stable traits, preferences, background, "
     "circumstances and goals. Write the updated profile: keep what is still true, add what the pages reveal, "
     "correct what they contradict, leave out passing details, and invent nothing. At most 250 words.\n"
-    "user_facts: facts about the user (who they are, what they did, own, like, plan or said happened).\n"
-    "assistant_facts: what the assistant did, recommended, promised or committed to, in its own words. Never what it "
-    "recited back from memory: when a reply repeats what the user said before or what it remembers, that is not a "
-    "fact about the assistant.\n"
-    "Each fact is one short self-contained sentence that makes sense without the conversation (name things, no "
-    '"he" or "this"), starting with the date of the page it comes from as YYYY-MM-DD, for example '
-    '"2024-05-03: The user adopted a cat named Miso." Use the dates of the pages, resolving words such as '
-    '"yesterday" against them. Leave out small talk. At most 20 facts per list; an empty list is fine.\n'
-    'Answer with one JSON object and nothing else: {"profile": "...", "user_facts": ["..."], '
+    + FACT_RULES
+    + 'Answer with one JSON object and nothing else: {"profile": "...", "user_facts": ["..."], '
     '"assistant_facts": ["..."]}\n' + DATA_RULE
 )
 
