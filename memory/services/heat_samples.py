@@ -76,6 +76,7 @@ def segment_visits_apply(*, batch: int = VISITS_BATCH, visited: dict[int, set[in
     the batch commits). Returns the number of visits counted; `visited`, when given, collects the segments counted
     by space (space id → segment ids).
     """
+    visited = {} if visited is None else visited
     counted = 0
     while True:
         with transaction.atomic(), connection.cursor() as cursor:
@@ -83,10 +84,10 @@ def segment_visits_apply(*, batch: int = VISITS_BATCH, visited: dict[int, set[in
             rows = sorted(cursor.fetchall())
             HeatSample.objects.bulk_create(_visit_sample(row) for row in rows)
         for segment_id, space_id, *_ in rows:
-            if visited is not None:
-                visited.setdefault(space_id, set()).add(segment_id)
-        counted += sum(row[-1] for row in rows)
-        if not rows or sum(row[-1] for row in rows) < batch:
+            visited.setdefault(space_id, set()).add(segment_id)
+        taken = sum(row[-1] for row in rows)  # visits, not segments: a segment's visits are counted together
+        counted += taken
+        if taken < batch:  # the queue held less than a batch: nothing is left
             return counted
 
 
