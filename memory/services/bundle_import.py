@@ -181,44 +181,38 @@ STORED_TEXTS = frozenset({"user_message", "assistant_reply", "chain_summary", "t
 def bundle_for_storage(bundle: dict, *, redact: Callable[[str], str]) -> dict:
     """A copy of the bundle with `redact` applied to every memory text. A keyword survives only if a redacted text
     still holds it: keywords were extracted from the texts, so one taken from a redacted value goes with it."""
-    redacted = _texts_redacted(bundle, redact)
+    redacted = _texts_mapped(bundle, text=redact)
     if redacted == bundle:
         return bundle  # nothing to redact: the keywords stay as extracted
-    corpus = " ".join(_texts(redacted)).lower()
-    return _keywords_kept(redacted, corpus)
+    texts: list[str] = []
+
+    def collected(text: str) -> str:
+        texts.append(text)
+        return text
+
+    _texts_mapped(redacted, text=collected)
+    corpus = " ".join(texts).lower()
+    return _texts_mapped(
+        redacted, keywords=lambda words: [w for w in words if isinstance(w, str) and w.lower() in corpus]
+    )
 
 
-def _texts_redacted(value, redact: Callable[[str], str]):
+def _texts_mapped(value, *, text: Callable[[str], str] = str, keywords: Callable[[list], list] = list):
+    """A copy of `value` (a bundle or part of one) with `text` applied to each memory text and `keywords` to each
+    keyword list, at any depth."""
     if isinstance(value, list):
-        return [_texts_redacted(item, redact) for item in value]
+        return [_texts_mapped(item, text=text, keywords=keywords) for item in value]
     if not isinstance(value, dict):
         return value
-    return {
-        key: redact(item) if key in STORED_TEXTS and isinstance(item, str) else _texts_redacted(item, redact)
-        for key, item in value.items()
-    }
-
-
-def _texts(value) -> list[str]:
-    if isinstance(value, list):
-        return [text for item in value for text in _texts(item)]
-    if not isinstance(value, dict):
-        return []
-    own = [item for key, item in value.items() if key in STORED_TEXTS and isinstance(item, str)]
-    return own + [text for item in value.values() for text in _texts(item)]
-
-
-def _keywords_kept(value, corpus: str):
-    if isinstance(value, list):
-        return [_keywords_kept(item, corpus) for item in value]
-    if not isinstance(value, dict):
-        return value
-    return {
-        key: [w for w in item if isinstance(w, str) and w.lower() in corpus]
-        if key == "keywords" and isinstance(item, list)
-        else _keywords_kept(item, corpus)
-        for key, item in value.items()
-    }
+    mapped = {}
+    for key, item in value.items():
+        if key in STORED_TEXTS and isinstance(item, str):
+            mapped[key] = text(item)
+        elif key == "keywords" and isinstance(item, list):
+            mapped[key] = keywords(item)
+        else:
+            mapped[key] = _texts_mapped(item, text=text, keywords=keywords)
+    return mapped
 
 
 # --- Planning: where each space goes, and what will be created ----------------------------------------------------
