@@ -16,6 +16,7 @@ from django.db.models import IntegerField, Q, Subquery
 from memory.models import AuditEntry, ChatReply, EndUser, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
 from memory.models.integration import ReplyStatus
 from memory.models.tiers import KnowledgeKind, Tier
+from memory.selectors.self_service import memory_used_ids
 
 SEARCH_LIMIT = 50  # rows per kind of item a search shows; the count says how many matched in all
 
@@ -138,24 +139,11 @@ class ChatTurn:
     used: ReplyMemory
 
 
-def _used_ids(used: dict) -> dict[str, list[int]]:
-    """The ids of each kind a reply recorded, most relevant first, each once (ChatReply.memory_used's shape)."""
-    knowledge = [k["id"] for key in ("user_knowledge", "assistant_knowledge") for k in used.get(key, [])]
-    ids = {
-        "pages": [p["id"] for p in used.get("pages", [])] + list(used.get("pinned_page_ids", [])),
-        "segments": [s["id"] for s in used.get("segments", [])] + list(used.get("pinned_segment_ids", [])),
-        "knowledge": knowledge + list(used.get("pinned_knowledge_ids", [])),
-        "short_term": list(used.get("short_term_page_ids", [])),
-        "profiles": [used["profile_version_id"]] if used.get("profile_version_id") else [],
-    }
-    return {kind: list(dict.fromkeys(i for i in values if isinstance(i, int))) for kind, values in ids.items()}
-
-
 def _items_used(space: MemorySpace, replies: list[ChatReply]) -> dict[str, dict[int, object]]:
     """Every item any of `replies` used, by kind and id; four queries, scoped to the space and its user."""
     wanted: dict[str, set[int]] = {"pages": set(), "segments": set(), "knowledge": set(), "profiles": set()}
     for reply in replies:
-        ids = _used_ids(reply.memory_used or {})
+        ids = memory_used_ids(reply.memory_used or {})
         wanted["pages"].update(ids["pages"], ids["short_term"])
         for kind in ("segments", "knowledge", "profiles"):
             wanted[kind].update(ids[kind])
@@ -169,7 +157,7 @@ def _items_used(space: MemorySpace, replies: list[ChatReply]) -> dict[str, dict[
 
 
 def _reply_memory(reply: ChatReply, items: dict[str, dict[int, object]]) -> ReplyMemory:
-    ids = _used_ids(reply.memory_used or {})
+    ids = memory_used_ids(reply.memory_used or {})
     memory = ReplyMemory()
     pages, segments, knowledge, profiles = (items[k] for k in ("pages", "segments", "knowledge", "profiles"))
     memory.pages = [pages[i] for i in ids["pages"] if i in pages]

@@ -58,14 +58,21 @@ class MemoryUsed:
         return ", ".join(parts) or "nothing"
 
 
-def _used_ids(used: dict) -> tuple[list[int], list[int], list[int], list[int]]:
-    """The ids of each kind the reply used, in the order it recorded them (most relevant first), each once."""
-    pages = [p["id"] for p in used.get("pages", [])] + list(used.get("pinned_page_ids", []))
-    segments = [s["id"] for s in used.get("segments", [])] + list(used.get("pinned_segment_ids", []))
+def memory_used_ids(used: dict) -> dict[str, list[int]]:
+    """The ids of each kind a reply recorded (ChatReply.memory_used's shape), most relevant first, each once: pages
+    and segments (pinned ones included), knowledge, short-term pages and the profile version."""
     knowledge = [k["id"] for key in ("user_knowledge", "assistant_knowledge") for k in used.get(key, [])]
-    knowledge += list(used.get("pinned_knowledge_ids", []))
-    profiles = [used["profile_version_id"]] if used.get("profile_version_id") else []
-    return tuple(list(dict.fromkeys(ids)) for ids in (pages, segments, knowledge, profiles))
+    ids = {
+        "pages": [p["id"] for p in used.get("pages", [])] + list(used.get("pinned_page_ids", [])),
+        "segments": [s["id"] for s in used.get("segments", [])] + list(used.get("pinned_segment_ids", [])),
+        "knowledge": knowledge + list(used.get("pinned_knowledge_ids", [])),
+        "short_term": list(used.get("short_term_page_ids", [])),
+        "profiles": [used["profile_version_id"]] if used.get("profile_version_id") else [],
+    }
+    return {kind: list(dict.fromkeys(i for i in values if isinstance(i, int))) for kind, values in ids.items()}
+
+
+EXPLAINED = ("pages", "segments", "knowledge", "profiles")  # the kinds a reply's explanation names
 
 
 def memory_used_explained(*, space: MemorySpace, replies: list[ChatReply]) -> dict[int, MemoryUsed]:
@@ -73,11 +80,12 @@ def memory_used_explained(*, space: MemorySpace, replies: list[ChatReply]) -> di
 
     Items forgotten since are counted, not shown: memory_used keeps ids and scores only, never the content.
     """
-    wanted = [set(), set(), set(), set()]
+    wanted: dict[str, set[int]] = {kind: set() for kind in EXPLAINED}
     for reply in replies:
-        for ids, more in zip(wanted, _used_ids(reply.memory_used or {}), strict=True):
-            ids.update(more)
-    page_ids, segment_ids, knowledge_ids, profile_ids = wanted
+        ids = memory_used_ids(reply.memory_used or {})
+        for kind in EXPLAINED:
+            wanted[kind].update(ids[kind])
+    page_ids, segment_ids, knowledge_ids, profile_ids = (wanted[kind] for kind in EXPLAINED)
     pages = _in_bulk(Page.objects.filter(space=space).only("id", "at", "user_message"), page_ids)
     segments = _in_bulk(Segment.objects.filter(space=space).only("id", "summary"), segment_ids)
     knowledge = _in_bulk(KnowledgeEntry.objects.filter(end_user_id=space.end_user_id).only("id", "text"), knowledge_ids)
@@ -85,7 +93,8 @@ def memory_used_explained(*, space: MemorySpace, replies: list[ChatReply]) -> di
     explained = {}
     for reply in replies:
         used = reply.memory_used or {}
-        reply_pages, reply_segments, reply_knowledge, reply_profiles = _used_ids(used)
+        ids = memory_used_ids(used)
+        reply_pages, reply_segments, reply_knowledge, reply_profiles = (ids[kind] for kind in EXPLAINED)
         found = MemoryUsed(recent_turns=len(used.get("short_term_page_ids", [])), dropped=len(reply.dropped or []))
         found.profile = next((profiles[i] for i in reply_profiles if i in profiles), None)
         found.facts = [knowledge[i].text for i in reply_knowledge if i in knowledge]
