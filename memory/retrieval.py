@@ -14,19 +14,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 
 import numpy as np
 from django.conf import settings
-from django.db import connection
-from django.db.models import F, FloatField, Q, Value, Window
-from django.db.models.functions import Coalesce, RowNumber
+from django.db import connection, models
+from django.db.models import FloatField, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from pgvector import Vector
 from pgvector.django import CosineDistance
 
-from memory.heat import f_score, jaccard
+from memory.heat import jaccard
 from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, ReviewState, Segment
-from memory.models.tiers import KnowledgeKind, Tier
+from memory.models.tiers import KnowledgeKind, Tier, search_fields, space_lexeme, vector_fields
 from memory.services.embedding_state import embedder_for_store
 from memory.services.heat_samples import segment_visits_queue
 from memory.text import STOPWORDS, extract_keywords
@@ -39,9 +40,17 @@ def _similarity(vector: np.ndarray | Value):
     return Coalesce(Value(1.0) - CosineDistance("embedding", vector), Value(0.0), output_field=FloatField())
 
 
-def _vector_literal(vector: np.ndarray) -> Value:
-    """The query vector as the SQL literal pgvector would build, formatted once rather than once per query."""
-    return Value(Vector(vector).to_text())
+def _vector_text(vector: np.ndarray) -> str:
+    """The query vector as pgvector's text form, formatted once for the several statements of one retrieval."""
+    return Vector(vector).to_text()
+
+
+@cache
+def _columns(model: type[models.Model], table: str = "") -> str:
+    """The model's columns a read loads (no vectors, no search columns), for retrieval's written-out statements."""
+    skipped = {*vector_fields(model), *search_fields(model)}
+    prefix = f"{table}." if table else ""
+    return ", ".join(f"{prefix}{f.column}" for f in model._meta.concrete_fields if f.name not in skipped)
 
 
 # --- Used by updating (memory.services.updating) ----------------------------------------------------------------
@@ -80,6 +89,10 @@ def segment_central_summary(*, segment_id: int, centroid: np.ndarray) -> str | N
 
 RRF_K = 60  # reciprocal rank fusion's standard constant (Cormack, Clarke & Büttcher 2009), not tuned here
 CANDIDATES = 100  # each channel's list before fusion: five times the longest list the evaluation reads (k = 20)
+# The vector channel's first pass keeps this many pages by binary-quantised distance for the exact re-rank: the
+# smallest multiple of CANDIDATES that keeps ≥ 99.9 % of the exact top 10 and ≥ 99.5 % of the top 20 over the
+# pooled LoCoMo dev pages with MiniLM (docs/results.md, "Binary first pass"); 4× is also pgvector's usual advice.
+VECTOR_POOL = 4 * CANDIDATES
 NEIGHBOUR_HITS = 3  # the strongest fused hits whose previous and next turns join as candidates
 MAX_QUERY_TERMS = 12
 TERM = re.compile(r"[^\W_]+")
@@ -243,7 +256,7 @@ def retrieve(
     _retrieve_pinned_knowledge(space, result)
     top: list[_SegmentScore] = []
     if query.strip():
-        vector = _vector_literal(embedder_for_store().embed([query])[0])
+        vector = _vector_text(embedder_for_store().embed([query])[0])
         segments = _score_segments(space, vector, result.query_keywords)
         top = segments[: settings.MEMORY_RETRIEVE_SEGMENTS]
         _retrieve_knowledge(space, vector, result)
@@ -266,19 +279,23 @@ def profile_for_prompts(*, end_user_id: int) -> ProfileVersion | None:
     return versions.order_by("-number").first()
 
 
-def _score_segments(space: MemorySpace, vector: Value, query_keywords: list[str]) -> list[_SegmentScore]:
+def _score_segments(space: MemorySpace, vector: str, query_keywords: list[str]) -> list[_SegmentScore]:
     """F(query) for every segment of the space (at most MTM capacity rows), best first, ties by id.
 
     Reads three columns per segment; the few segments a result shows are loaded afterwards (`_segments_attach`).
     """
-    rows = (
-        Segment.objects.filter(space=space).annotate(cosine=_similarity(vector)).values_list("id", "cosine", "keywords")
-    )
-    scored = [
-        _SegmentScore(id=i, score=f_score(c, query_keywords, k), cosine=float(c), overlap=jaccard(query_keywords, k))
-        for i, c, k in rows
-    ]
+    rows = _rows(SEGMENTS_SQL, {"space": space.id, "vector": vector})
+    scored = []
+    for segment_id, cosine, keywords in rows:
+        overlap = jaccard(query_keywords, keywords)
+        scored.append(_SegmentScore(segment_id, cosine + overlap, cosine, overlap))  # F = cosine + Jaccard
     return sorted(scored, key=lambda s: (-s.score, s.id))
+
+
+SEGMENTS_SQL = """
+SELECT id, coalesce(1.0 - (embedding <=> %(vector)s::vector), 0.0), keywords
+FROM memory_segment WHERE space_id = %(space)s
+"""
 
 
 @dataclass(frozen=True)
@@ -300,16 +317,17 @@ def _segments_attach(space: MemorySpace, result: RetrievalResult, top: list[_Seg
         scored.page.segment = by_id.get(scored.page.segment_id)
 
 
-def _retrieve_pages_gated(vector: Value, segment_ids: list[int], result: RetrievalResult) -> None:
+def _retrieve_pages_gated(vector: str, segment_ids: list[int], result: RetrievalResult) -> None:
     """The paper: the top m segments' pages by cosine."""
     if not segment_ids:
         return
-    pages = (
-        Page.objects.filter(segment_id__in=segment_ids)
-        .annotate(score=_similarity(vector))
-        .without_vectors()
-        .order_by("-score", "-seq")[: settings.MEMORY_RETRIEVE_PAGES]
-    )
+    sql = f"""
+        SELECT {_columns(Page)}, coalesce(1.0 - (embedding <=> %(vector)s::vector), 0.0) AS score
+        FROM memory_page WHERE segment_id = ANY(%(segments)s)
+        ORDER BY score DESC, seq DESC LIMIT %(limit)s
+    """
+    params = {"vector": vector, "segments": segment_ids, "limit": settings.MEMORY_RETRIEVE_PAGES}
+    pages = Page.objects.raw(sql, params)
     result.pages = [ScoredPage(page=p, score=float(p.score), found_by={"vector": float(p.score)}) for p in pages]
     result.ranked = list(result.pages)
 
@@ -358,20 +376,34 @@ def _retrieve_pages_fused(
     result.pages = [p for p in result.ranked if p.page.tier == Tier.MID_TERM]
 
 
+VECTOR_SQL = """
+WITH near AS (
+    SELECT id FROM memory_page
+    WHERE space_id = %(space)s AND embedding_bits IS NOT NULL
+    ORDER BY embedding_bits <~> binary_quantize(%(vector)s::vector), id
+    LIMIT %(pool)s
+)
+SELECT id, seq, segment_id, 1.0 - (embedding <=> %(vector)s::vector) AS cosine
+FROM memory_page WHERE id = ANY(ARRAY(SELECT id FROM near))
+ORDER BY cosine DESC, id
+LIMIT %(limit)s
+"""
+
+
 def _vector_list(
     space: MemorySpace,
-    vector: Value,
+    vector: str,
     segments: list[_SegmentScore],
     config: RetrievalConfig,
     candidates: dict[int, _Candidate],
 ) -> list[int]:
-    """The nearest pages by cosine (an exact scan of the space), re-ranked with their segment's F as a prior."""
-    rows = (
-        Page.objects.filter(space=space, embedding__isnull=False)
-        .annotate(cosine=_similarity(vector))
-        .order_by("-cosine", "id")
-        .values_list("id", "seq", "segment_id", "cosine")[:CANDIDATES]
-    )
+    """The nearest pages by cosine, re-ranked with their segment's F as a prior.
+
+    Two passes in one statement: the space's pages ranked by the Hamming distance of their binary-quantised
+    embeddings (an index-only scan of `page_space_bits`, ~50 buffers for 6,000 pages), then the best
+    VECTOR_POOL of those by exact cosine. A space of at most VECTOR_POOL pages is ranked exactly.
+    """
+    rows = _rows(VECTOR_SQL, {"space": space.id, "vector": vector, "pool": VECTOR_POOL, "limit": CANDIDATES})
     f_of = {s.id: s.score for s in segments}
     scored = []
     for page_id, seq, segment_id, cosine in rows:
@@ -380,6 +412,13 @@ def _vector_list(
         candidate.found_by["vector"] = float(cosine)
         scored.append((float(cosine) + config.segment_prior * f_of.get(segment_id, 0.0), page_id))
     return [page_id for _, page_id in sorted(scored, key=lambda s: (-s[0], s[1]))]
+
+
+def _rows(sql: str, params: dict) -> list[tuple]:
+    """Run one of retrieval's statements (written out, so no query compilation on the request path)."""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def query_terms(query: str) -> list[str]:
@@ -392,17 +431,24 @@ def query_terms(query: str) -> list[str]:
 
 
 LEXICAL_SQL = """
-WITH hits AS (
-    SELECT id, seq, ts_rank_cd(search, {either}) AS rank, {matches}
-    FROM {page} WHERE space_id = %(space)s AND search @@ {either}
+WITH terms AS MATERIALIZED (
+    SELECT {terms}, {either} AS either FROM (SELECT {parsed}) parsed
+), hits AS (
+    SELECT id, seq, search, {matches}
+    FROM {page}, terms
+    WHERE space_id = %(space)s AND search @@ (%(space_lexeme)s::tsquery && terms.either)
 ), totals AS (
     SELECT (SELECT count(*) FROM {page} WHERE space_id = %(space)s)::float8 AS n, {frequencies} FROM hits
-), idf AS (
-    SELECT {idf} FROM totals
+), weighted AS (
+    SELECT id, seq, search, {flags}, {weight} AS weight
+    FROM hits, (SELECT {idf} FROM totals) idf
+), cut AS (
+    SELECT min(weight) AS weight FROM (SELECT weight FROM weighted ORDER BY weight DESC LIMIT %(limit)s) best
 )
-SELECT id, seq, {flags}, {weight} AS weight, rank
-FROM hits, idf
-ORDER BY weight DESC, rank DESC, id
+SELECT id, seq, {flags}, weighted.weight, ts_rank_cd(search, terms.either) AS rank
+FROM weighted, cut, terms
+WHERE weighted.weight >= cut.weight
+ORDER BY weighted.weight DESC, rank DESC, id
 LIMIT %(limit)s
 """
 
@@ -410,12 +456,17 @@ LIMIT %(limit)s
 def _lexical_sql(n_terms: int) -> str:
     """The full-text channel for `n_terms` terms (named %(t0)s…): matching pages with the terms they hold, best
     first by the summed IDF of those terms, ln(1 + (N − df + ½) / (df + ½)) as in BM25 (computed once per term, in
-    float8), then by ts_rank_cd."""
-    term = [f"plainto_tsquery('english', %(t{i})s)" for i in range(n_terms)]
+    float8), then by ts_rank_cd.
+
+    Each term's tsquery is parsed once (`terms`), not once per row; the match ANDs in the space's lexeme, so the
+    GIN index returns this space's matching pages only, however many spaces share the table; and ts_rank_cd, the
+    costly part, is computed only for the pages whose IDF weight can still reach the list (`cut`)."""
     return LEXICAL_SQL.format(
         page=Page._meta.db_table,
-        either="(" + " || ".join(term) + ")",
-        matches=", ".join(f"(search @@ {q})::int AS m{i}" for i, q in enumerate(term)),
+        parsed=", ".join(f"plainto_tsquery('english', %(t{i})s) AS q{i}" for i in range(n_terms)),
+        terms=", ".join(f"q{i}" for i in range(n_terms)),
+        either="(" + " || ".join(f"q{i}" for i in range(n_terms)) + ")",
+        matches=", ".join(f"(search @@ terms.q{i})::int AS m{i}" for i in range(n_terms)),
         frequencies=", ".join(f"sum(m{i})::float8 AS d{i}" for i in range(n_terms)),
         idf=", ".join(f"ln(1.0 + (n - d{i} + 0.5) / (d{i} + 0.5)) AS w{i}" for i in range(n_terms)),
         flags=", ".join(f"m{i}" for i in range(n_terms)),
@@ -430,10 +481,13 @@ def _lexical_list(space: MemorySpace, query: str, candidates: dict[int, _Candida
     terms = query_terms(query)
     if not terms:
         return []
-    params = {"space": space.id, "limit": CANDIDATES, **{f"t{i}": term for i, term in enumerate(terms)}}
-    with connection.cursor() as cursor:
-        cursor.execute(_lexical_sql(len(terms)), params)
-        rows = cursor.fetchall()
+    params = {
+        "space": space.id,
+        "space_lexeme": space_lexeme(space.id),
+        "limit": CANDIDATES,
+        **{f"t{i}": term for i, term in enumerate(terms)},
+    }
+    rows = _rows(_lexical_sql(len(terms)), params)
     ranking = []
     for page_id, seq, *flags_weight_rank in rows:
         flags = flags_weight_rank[: len(terms)]
@@ -443,20 +497,19 @@ def _lexical_list(space: MemorySpace, query: str, candidates: dict[int, _Candida
     return ranking
 
 
-def _time_list(
-    space: MemorySpace, vector: Value, time_range: TimeRange, candidates: dict[int, _Candidate]
-) -> list[int]:
+def _time_list(space: MemorySpace, vector: str, time_range: TimeRange, candidates: dict[int, _Candidate]) -> list[int]:
     """Pages dated in the question's range, nearest by cosine first."""
-    pages = Page.objects.filter(space=space)
     if time_range.month is not None:
-        pages = pages.filter(at__month=time_range.month)
+        dated, params = "extract(month FROM at AT TIME ZONE %(zone)s) = %(month)s", {"month": time_range.month}
+        params["zone"] = timezone.get_current_timezone_name()
     else:
-        pages = pages.filter(at__gte=time_range.start, at__lt=time_range.end)
-    rows = (
-        pages.annotate(cosine=_similarity(vector))
-        .order_by("-cosine", "id")
-        .values_list("id", "seq", "cosine")[:CANDIDATES]
-    )
+        dated, params = "at >= %(start)s AND at < %(end)s", {"start": time_range.start, "end": time_range.end}
+    sql = f"""
+        SELECT id, seq, coalesce(1.0 - (embedding <=> %(vector)s::vector), 0.0) AS cosine
+        FROM memory_page WHERE space_id = %(space)s AND {dated}
+        ORDER BY cosine DESC, id LIMIT %(limit)s
+    """
+    rows = _rows(sql, params | {"space": space.id, "vector": vector, "limit": CANDIDATES})
     ranking = []
     for page_id, seq, cosine in rows:
         candidate = candidates.setdefault(page_id, _Candidate(page_id, seq))
@@ -500,11 +553,14 @@ def _neighbour_seqs(hits: list[_Candidate]) -> dict[int, int]:
     return seqs
 
 
-def _load(space: MemorySpace, ids: list[int], neighbour_seqs: dict[int, int], vector: Value) -> dict[int, Page]:
+def _load(space: MemorySpace, ids: list[int], neighbour_seqs: dict[int, int], vector: str) -> dict[int, Page]:
     """The pooled candidates and the hits' neighbours in one query, each with its cosine."""
-    wanted = Q(id__in=ids) | Q(seq__in=list(neighbour_seqs)) if neighbour_seqs else Q(id__in=ids)
-    pages = Page.objects.filter(space=space).filter(wanted).annotate(cosine=_similarity(vector)).without_vectors()
-    return {p.id: p for p in pages}
+    sql = f"""
+        SELECT {_columns(Page)}, coalesce(1.0 - (embedding <=> %(vector)s::vector), 0.0) AS cosine
+        FROM memory_page WHERE space_id = %(space)s AND (id = ANY(%(ids)s) OR seq = ANY(%(seqs)s))
+    """
+    params = {"space": space.id, "vector": vector, "ids": ids, "seqs": list(neighbour_seqs)}
+    return {p.id: p for p in Page.objects.raw(sql, params)}
 
 
 def _fuse_neighbours(
@@ -529,19 +585,31 @@ def _fuse_neighbours(
         del pages[page_id]
 
 
-def _retrieve_knowledge(space: MemorySpace, vector: Value, result: RetrievalResult) -> None:
-    """The best MEMORY_RETRIEVE_KNOWLEDGE facts about the user and about this assistant, in one query."""
-    limit = settings.MEMORY_RETRIEVE_KNOWLEDGE
-    ranked = (
-        KnowledgeEntry.objects.filter(end_user_id=space.end_user_id, review_state=ReviewState.APPROVED)
-        .filter(Q(kind=KnowledgeKind.USER) | Q(kind=KnowledgeKind.ASSISTANT, assistant_id=space.assistant_id))
-        .annotate(score=_similarity(vector))
-        .annotate(rank=Window(RowNumber(), partition_by=F("kind"), order_by=[F("score").desc(), F("id").desc()]))
-        .filter(rank__lte=limit)
-        .without_vectors()
-        .order_by("kind", "rank")
-    )
-    for entry in ranked:
+def _retrieve_knowledge(space: MemorySpace, vector: str, result: RetrievalResult) -> None:
+    """The best MEMORY_RETRIEVE_KNOWLEDGE approved facts about the user and about this assistant, in one query."""
+    sql = f"""
+        SELECT * FROM (
+            SELECT {_columns(KnowledgeEntry)}, score,
+                   row_number() OVER (PARTITION BY kind ORDER BY score DESC, id DESC) AS rank
+            FROM (
+                SELECT *, coalesce(1.0 - (embedding <=> %(vector)s::vector), 0.0) AS score
+                FROM memory_knowledgeentry
+                WHERE end_user_id = %(user)s AND review_state = %(approved)s
+                  AND (kind = %(user_kind)s OR (kind = %(assistant_kind)s AND assistant_id = %(assistant)s))
+            ) scored
+        ) ranked
+        WHERE rank <= %(limit)s ORDER BY kind, rank
+    """
+    params = {
+        "vector": vector,
+        "user": space.end_user_id,
+        "assistant": space.assistant_id,
+        "approved": ReviewState.APPROVED,
+        "user_kind": KnowledgeKind.USER,
+        "assistant_kind": KnowledgeKind.ASSISTANT,
+        "limit": settings.MEMORY_RETRIEVE_KNOWLEDGE,
+    }
+    for entry in KnowledgeEntry.objects.raw(sql, params):
         target = result.user_knowledge if entry.kind == KnowledgeKind.USER else result.assistant_knowledge
         target.append(ScoredKnowledge(entry=entry, score=float(entry.score)))
 

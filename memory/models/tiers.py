@@ -6,8 +6,9 @@ from typing import ClassVar, Self
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVector, SearchVectorCombinable, SearchVectorField
 from django.db import models
+from django.db.models.functions import Cast, Concat
 from pgvector.django import VectorField
 
 from memory.models.privacy import ReviewState
@@ -19,18 +20,55 @@ def vector_fields(model: type[models.Model]) -> tuple[str, ...]:
     return tuple(field.name for field in model._meta.concrete_fields if isinstance(field, VectorField))
 
 
+def search_fields(model: type[models.Model]) -> tuple[str, ...]:
+    """The names of a model's columns PostgreSQL derives for searching (generated, read only inside SQL)."""
+    return tuple(field.name for field in model._meta.concrete_fields if isinstance(field, models.GeneratedField))
+
+
+class VarBitField(models.Field):
+    """PostgreSQL's `bit varying`: here a vector's binary quantisation (one bit per dimension, any dimension)."""
+
+    description = "Bit string of any length"
+
+    def db_type(self, connection) -> str:
+        return "bit varying"
+
+
 class VectorQuerySet(models.QuerySet):
     """Queries of a model with vector columns, which most reads never need and should not load."""
 
     def without_vectors(self, *related: str) -> Self:
-        """Defer every vector column of the model and of each `related` path (one followed by select_related)."""
-        names = list(vector_fields(self.model))
+        """Defer every vector and search column of the model and of each `related` path (one followed by
+        select_related): reads use them inside SQL, never in Python."""
+        names = [*vector_fields(self.model), *search_fields(self.model)]
         for path in related:
             model = self.model
             for part in path.split("__"):
                 model = model._meta.get_field(part).related_model
-            names += [f"{path}__{name}" for name in vector_fields(model)]
+            names += [f"{path}__{name}" for name in (*vector_fields(model), *search_fields(model))]
         return self.defer(*names)
+
+
+def space_lexeme(space_id: int) -> str:
+    """The lexeme that names a space in its pages' `search` vectors, as tsquery input: 'space 42'. It holds a
+    space, which no text-search parser puts in a lexeme, so no word of a message or a question can match it."""
+    return f"'space {space_id}'"
+
+
+class SpaceLexemeVector(SearchVectorCombinable, models.Func):
+    """A one-lexeme tsvector naming the row's space (`space_lexeme`), built from `space_id` in SQL."""
+
+    template = "(%(expressions)s)::tsvector"
+    output_field = SearchVectorField()
+
+    def __init__(self):
+        quoted = Concat(
+            models.Value("'space "),
+            Cast("space_id", models.TextField()),
+            models.Value("'"),
+            output_field=models.TextField(),
+        )
+        super().__init__(quoted)
 
 
 class Tier(models.TextChoices):
@@ -87,7 +125,9 @@ class Page(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # The lexical channel of retrieval: PostgreSQL keeps it in step with the text. 'english' stems ("painting",
     # "paintings" and "painted" meet) and drops stopwords; names are stemmed alike on both sides, so they still match.
-    # A reply the system wrote (the offline reply) is never memory, so its words are not searched either.
+    # A reply the system wrote (the offline reply) is never memory, so its words are not searched either. The last
+    # lexeme names the page's space (`space_lexeme`): a query ANDs it in, so the GIN index finds one space's matches
+    # without walking every space's (the index cannot hold space_id itself: btree_gin is not available everywhere).
     search = models.GeneratedField(
         expression=SearchVector(
             "user_message",
@@ -97,8 +137,16 @@ class Page(models.Model):
                 output_field=models.TextField(),
             ),
             config="english",
-        ),
+        )
+        + SpaceLexemeVector(),
         output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    # The embedding quantised to one bit per dimension (sign): the vector channel ranks a space's pages by Hamming
+    # distance over a small covering index (page_space_bits) and re-ranks the best few hundred by exact cosine.
+    embedding_bits = models.GeneratedField(
+        expression=models.Func("embedding", function="binary_quantize", output_field=VarBitField()),
+        output_field=VarBitField(),
         db_persist=True,
     )
 
@@ -117,6 +165,8 @@ class Page(models.Model):
             # retrieval asks for a space's pinned pages on every query: few rows, found without a scan
             models.Index(fields=["space"], condition=models.Q(pinned=True), name="page_space_pinned"),
             GinIndex(fields=["search"], name="page_search"),
+            # the vector channel's first pass reads only this index (an index-only scan): ~50 buffers a space
+            models.Index(fields=["space"], include=["id", "embedding_bits"], name="page_space_bits"),
         ]
 
     @property

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 
+from memory import retrieval
 from memory.models import HeatSample, Page, Segment
 from memory.models.tiers import HeatEvent, ReplySource
 from memory.retrieval import DEFAULT, PAPER, query_terms, retrieve
@@ -17,6 +18,7 @@ from tests import builders
 from tests.builders import T0
 
 NOW = T0 + timedelta(days=2)
+VECTOR_ONLY = dataclasses.replace(DEFAULT, lexical=False, time=False, neighbours=False)
 
 
 @pytest.fixture
@@ -96,6 +98,24 @@ def test_another_users_memory_never_comes_back(space, memory, other_space):
     result = retrieve(space=space, query="hiking mountains dog", now=NOW)
     assert all(p.page.space_id == space.id for p in result.pages)
     assert all(k.entry.end_user_id == space.end_user_id for k in result.user_knowledge)
+
+
+def test_words_naming_another_space_do_not_bring_its_pages(space, memory, other_space):
+    builders.segment_with_pages(other_space, summary="bread", messages=[f"memoryspace{space.id} sourdough bread"])
+    result = retrieve(space=space, query=f"memoryspace{space.id} sourdough", now=NOW)
+    assert [p.page.user_message for p in result.pages if "words" in p.found_by] == ["baking sourdough bread at home"]
+
+
+def test_the_vector_channel_re_ranks_its_first_pass_by_exact_cosine(space, memory, monkeypatch):
+    errands = ["post office", "dry cleaning", "pharmacy", "bike repair", "library books", "car wash", "bakery", "bank"]
+    messages = [f"errand today: {errand}" for errand in errands]
+    builders.segment_with_pages(space, summary="errands", messages=messages)
+    monkeypatch.setattr(retrieval, "VECTOR_POOL", 3)  # fewer pages than the space holds pass the first pass
+    result = retrieve(space=space, query=messages[5], now=NOW, config=VECTOR_ONLY)
+    assert result.pages[0].page.user_message == messages[5]
+    assert result.pages[0].found_by["vector"] == pytest.approx(1.0)
+    assert len(result.pages) == 3
+    assert [p.score for p in result.pages] == sorted((p.score for p in result.pages), reverse=True)
 
 
 def test_an_empty_query_returns_short_term_profile_and_pins_without_searching(space, memory):

@@ -1,9 +1,10 @@
-"""without_vectors(): reads leave every embedding column in the database, the model's own and its relations'."""
+"""without_vectors(): reads leave every embedding and search column in the database, the model's own and its
+relations'."""
 
 from __future__ import annotations
 
 from memory.models import KnowledgeEntry, Page, Segment
-from memory.models.tiers import vector_fields
+from memory.models.tiers import search_fields, vector_fields
 from tests import builders
 
 
@@ -13,9 +14,15 @@ def test_the_vector_columns_are_read_from_the_models_fields():
     assert vector_fields(KnowledgeEntry) == ("embedding",)
 
 
-def test_it_defers_every_vector_column_of_the_model():
+def test_the_search_columns_are_the_generated_ones():
+    assert search_fields(Page) == ("search", "embedding_bits")
+    assert search_fields(Segment) == ()
+
+
+def test_it_defers_every_vector_and_search_column_of_the_model():
     for model in (Page, Segment, KnowledgeEntry):
-        assert model.objects.without_vectors().query.deferred_loading == (frozenset(vector_fields(model)), True)
+        deferred = frozenset(vector_fields(model) + search_fields(model))
+        assert model.objects.without_vectors().query.deferred_loading == (deferred, True)
 
 
 def test_it_defers_the_vector_columns_of_related_rows_too():
@@ -23,8 +30,12 @@ def test_it_defers_the_vector_columns_of_related_rows_too():
     assert deferred == {
         "embedding",
         "topic_embedding",
+        "search",
+        "embedding_bits",
         "prev_page__embedding",
         "prev_page__topic_embedding",
+        "prev_page__search",
+        "prev_page__embedding_bits",
         "segment__embedding",
     }
 
@@ -32,7 +43,7 @@ def test_it_defers_the_vector_columns_of_related_rows_too():
 def test_a_page_read_without_vectors_loads_them_only_when_asked(space, django_assert_num_queries):
     builders.turn(space, user_message="I bake sourdough every Sunday")
     page = Page.objects.filter(space=space).without_vectors().get()
-    assert page.get_deferred_fields() == {"embedding", "topic_embedding"}
+    assert page.get_deferred_fields() == {"embedding", "topic_embedding", "search", "embedding_bits"}
     assert page.user_message == "I bake sourdough every Sunday"
     with django_assert_num_queries(1):
         _ = page.embedding
