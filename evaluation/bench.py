@@ -23,7 +23,7 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from evaluation.answering import MemoryContext, Speakers, memory_text
-from evaluation.benchdata import BenchUser, Vectors, bench_tenant_delete, full_users_build
+from evaluation.benchdata import BenchUser, Vectors, bench_tenant_delete, full_users_build, kept_users
 from evaluation.benchfakes import BenchEmbedder, BenchLLM
 from evaluation.benchpages import user_pages_render
 from evaluation.benchtext import TOPICS, TextGenerator
@@ -67,6 +67,7 @@ class BenchOptions:
     tenant_slug: str = ""  # empty: bench-<timestamp>
     keep: bool = False
     progress: bool | None = None
+    reuse: bool = False  # measure the users of the kept tenant `tenant_slug` instead of building new ones
 
 
 @dataclass
@@ -118,18 +119,30 @@ def memory_bench(options: BenchOptions) -> dict:
     fake = _embedder(options)
     source = fake if options.fake_embeddings else None
     llm, clock = BenchLLM(), TaskClock()
-    slug = options.tenant_slug or f"bench-{timezone.now():%Y%m%d-%H%M%S}"
-    tenant = tenant_create(slug=slug, name=f"Benchmark {slug}")
+    tenant = _tenant(options)
     assistant = tenant.assistants.get(external_id="ava")
     try:
-        users, build_seconds = _build(tenant, assistant, options, source)
+        users, build_seconds = (
+            (kept_users(tenant), 0.0) if options.reuse else _build(tenant, assistant, options, source)
+        )
         with use_embedder(fake), use_llm(llm), settings_changed(LLM_BASE_URL=BENCH_LLM_URL), _tasks_timed(clock):
             result = _measure(tenant, users, options, llm, clock)
     finally:
-        if not options.keep:
+        if not (options.keep or options.reuse):
             bench_tenant_delete(tenant=tenant)
     result.update(_header(options, tenant, users, build_seconds, fake, perf_counter() - started))
     return result
+
+
+def _tenant(options: BenchOptions) -> Tenant:
+    """A new benchmark tenant, or with `reuse` the kept one named `tenant_slug` (ValueError when there is none)."""
+    slug = options.tenant_slug or f"bench-{timezone.now():%Y%m%d-%H%M%S}"
+    if not options.reuse:
+        return tenant_create(slug=slug, name=f"Benchmark {slug}")
+    tenant = Tenant.objects.filter(slug=slug).first()
+    if tenant is None or not kept_users(tenant):
+        raise ValueError(f"No kept benchmark users in tenant {slug!r}: build them first with --keep --tenant {slug}.")
+    return tenant
 
 
 def _build(tenant: Tenant, assistant, options: BenchOptions, source) -> tuple[list[BenchUser], float]:
@@ -231,7 +244,8 @@ def _turns_at_full_mtm(spaces: dict, options, rng: random.Random, generator, clo
 
 def _ingest(tenant: Tenant, options: BenchOptions, generator: TextGenerator, clock: TaskClock, llm: BenchLLM) -> dict:
     """`turns` turns for one new user, topic runs of 5–30 turns: throughput and how per-turn cost grows."""
-    end_user = end_user_create(tenant=tenant, external_id="bench-ingest", display_name="Ingest")
+    external_id = f"bench-ingest-{timezone.now():%Y%m%d-%H%M%S}"  # a new user each run, also on a reused tenant
+    end_user = end_user_create(tenant=tenant, external_id=external_id, display_name="Ingest")
     assistant = tenant.assistants.get(external_id="ava")
     space = space_get_or_create(end_user=end_user, assistant=assistant)
     space = MemorySpace.objects.select_related("end_user", "assistant").get(pk=space.pk)
@@ -281,7 +295,8 @@ def _header(options, tenant: Tenant, users: list[BenchUser], build_seconds: floa
         "embeddings": "random-unit with topic structure (--fake-embeddings)" if options.fake_embeddings else fake.name,
         "measured_with": "BenchEmbedder and BenchLLM at the seams; Celery eager; LLM mode (LLM_BASE_URL set)",
         "tenant": tenant.slug,
-        "kept": options.keep,
+        "kept": options.keep or options.reuse,
+        "reused": options.reuse,
         "samples": options.samples,
         "machine": {
             "cpus": os.cpu_count(),

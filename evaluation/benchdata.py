@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 import numpy as np
 from django.conf import settings
 from django.db import connection, models, transaction
+from django.db.models import Count
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
@@ -74,6 +75,16 @@ def full_users_build(
         if on_user:
             on_user(users[-1])
     return users
+
+
+def kept_users(tenant: Tenant) -> list[BenchUser]:
+    """The full users an earlier run built in `tenant` and kept (--keep), for measuring again without building."""
+    spaces = (
+        MemorySpace.objects.filter(tenant=tenant, end_user__external_id__startswith="bench-user-")
+        .annotate(page_count=Count("pages"))
+        .order_by("id")
+    )
+    return [BenchUser(end_user_id=s.end_user_id, space_id=s.id, pages=s.page_count) for s in spaces]
 
 
 def _user_build(

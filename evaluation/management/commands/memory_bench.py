@@ -31,6 +31,11 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument("--tenant", default="", help="slug of the benchmark tenant (default bench-<timestamp>)")
         parser.add_argument("--keep", action="store_true", help="keep the benchmark tenant and its data afterwards")
+        parser.add_argument(
+            "--reuse",
+            action="store_true",
+            help="measure the full users of the kept tenant named by --tenant instead of building new ones",
+        )
         parser.add_argument("--out", type=Path, default=Path("bench.json"))
         parser.add_argument("--no-progress", action="store_true", help="no progress bars")
         parser.add_argument(
@@ -59,8 +64,14 @@ class Command(BaseCommand):
             tenant_slug=options["tenant"],
             keep=options["keep"],
             progress=False if options["no_progress"] else None,
+            reuse=options["reuse"],
         )
-        result = memory_bench(run)
+        if run.reuse and not run.tenant_slug:
+            raise CommandError("--reuse measures a kept tenant: name it with --tenant.")
+        try:
+            result = memory_bench(run)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
         options["out"].parent.mkdir(parents=True, exist_ok=True)
         options["out"].write_text(json.dumps(result, indent=1))
         self._summary(result)
@@ -97,9 +108,13 @@ class Command(BaseCommand):
 
     def _summary(self, result: dict) -> None:
         ingest = result["ingest"]
+        built = (
+            f"kept in tenant {result['tenant']}, reused"
+            if result["reused"]
+            else f"built in {result['build_seconds']} s ({result['build_users_per_minute']} users/min)"
+        )
         self.stdout.write(
-            f"{result['users']} full users ({result['pages_per_user']} pages each) built in "
-            f"{result['build_seconds']} s ({result['build_users_per_minute']} users/min); total {result['seconds']} s"
+            f"{result['users']} full users ({result['pages_per_user']} pages each) {built}; total {result['seconds']} s"
         )
         self.stdout.write(f"{'figure':34}{'p50':>10}{'p95':>10}{'p99':>10}  target")
         rows = [
