@@ -19,7 +19,7 @@ from functools import cache
 import numpy as np
 from django.conf import settings
 from django.db import connection, models
-from django.db.models import FloatField, Q, Value
+from django.db.models import FloatField, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from pgvector import Vector
@@ -309,8 +309,11 @@ class _SegmentScore:
 def _segments_attach(space: MemorySpace, result: RetrievalResult, top: list[_SegmentScore]) -> None:
     """Load in one query (no vectors) the top segments, those of the ranked pages and the pinned segments."""
     wanted = {s.id for s in top} | {p.page.segment_id for p in result.ranked if p.page.segment_id is not None}
-    rows = Segment.objects.filter(Q(id__in=wanted) | Q(space=space, pinned=True)).without_vectors().order_by("id")
-    by_id = {segment.id: segment for segment in rows}
+    sql = f"""
+        SELECT {_columns(Segment)} FROM memory_segment
+        WHERE id = ANY(%(ids)s) OR (space_id = %(space)s AND pinned) ORDER BY id
+    """
+    by_id = {segment.id: segment for segment in Segment.objects.raw(sql, {"ids": list(wanted), "space": space.id})}
     result.segments = [ScoredSegment(by_id[s.id], s.score, s.cosine, s.overlap) for s in top if s.id in by_id]
     result.pinned_segments = [segment for segment in by_id.values() if segment.pinned and segment.space_id == space.id]
     for scored in result.ranked:
@@ -616,8 +619,11 @@ def _retrieve_knowledge(space: MemorySpace, vector: str, result: RetrievalResult
 
 def _recent_and_pinned_pages(space: MemorySpace, result: RetrievalResult) -> None:
     """Short-term pages and pinned pages of the space, in one query (both in page order)."""
-    pages = Page.objects.filter(Q(tier=Tier.SHORT_TERM) | Q(pinned=True), space=space).without_vectors().order_by("seq")
-    for page in pages:
+    sql = f"""
+        SELECT {_columns(Page)} FROM memory_page
+        WHERE space_id = %(space)s AND (tier = %(short_term)s OR pinned) ORDER BY seq
+    """
+    for page in Page.objects.raw(sql, {"space": space.id, "short_term": Tier.SHORT_TERM}):
         if page.tier == Tier.SHORT_TERM:
             result.short_term.append(page)
         if page.pinned:
@@ -625,10 +631,17 @@ def _recent_and_pinned_pages(space: MemorySpace, result: RetrievalResult) -> Non
 
 
 def _retrieve_pinned_knowledge(space: MemorySpace, result: RetrievalResult) -> None:
-    """Pinned knowledge is always included: the user's, and this assistant's about itself."""
-    result.pinned_knowledge = list(
-        KnowledgeEntry.objects.filter(end_user_id=space.end_user_id, pinned=True, review_state=ReviewState.APPROVED)
-        .filter(Q(kind=KnowledgeKind.USER) | Q(assistant_id=space.assistant_id))
-        .without_vectors()
-        .order_by("id")
-    )
+    """Pinned knowledge is always included: the user's, and this assistant's about itself (approved only)."""
+    sql = f"""
+        SELECT {_columns(KnowledgeEntry)} FROM memory_knowledgeentry
+        WHERE end_user_id = %(user)s AND pinned AND review_state = %(approved)s
+          AND (kind = %(user_kind)s OR assistant_id = %(assistant)s)
+        ORDER BY id
+    """
+    params = {
+        "user": space.end_user_id,
+        "assistant": space.assistant_id,
+        "approved": ReviewState.APPROVED,
+        "user_kind": KnowledgeKind.USER,
+    }
+    result.pinned_knowledge = list(KnowledgeEntry.objects.raw(sql, params))
