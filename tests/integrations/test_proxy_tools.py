@@ -159,8 +159,11 @@ def test_without_a_model_tools_are_refused_rather_than_ignored(live_server, memo
     ]
     with pytest.raises(openai.BadRequestError) as result:
         ask(live_server, token, exchange)
+    with pytest.raises(openai.BadRequestError) as choice:
+        ask(live_server, token, [{"role": "user", "content": QUESTION}], tool_choice="auto")
 
     assert tools.value.body["param"] == "tools" and "configured model" in tools.value.body["message"]
+    assert choice.value.body["param"] == "tool_choice"
     assert tools.value.body["code"] == "unsupported_parameter"
     assert result.value.body["param"] == "messages"
     assert not ChatReply.objects.exists()
