@@ -5,6 +5,10 @@ changes, reveals, and the re-scan of stored memory.
 chat, edits, promotion: they call `text_for_storage`). `mask_prompts` categories are masked in the prompt and the
 message the model sees (`text_for_prompt`); `mask_console` ones where operators read memory, unless they reveal it
 (`personal_data_reveal_record` audits that). A tenant without a policy row keeps everything.
+
+A government-id pattern that runs out of time on a text withholds the lines it could not check (see
+`Detector.find`); every such event is audited as `personal_data.pattern_timeout`, naming the pattern (never the text),
+so the tenant's operators can see what was withheld and rewrite the pattern.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from memory.models.privacy import ReviewMode, ReviewState
 from memory.personal_data import (
     CATEGORIES,
     Detector,
+    Finding,
     InvalidPattern,
     government_id_patterns_check,
     mask_findings,
@@ -70,23 +75,46 @@ def detector_for(policy: PersonalDataPolicy) -> Detector:
     return _detector(policy.phone_region, tuple(policy.government_id_patterns))
 
 
+def findings_in(*, tenant_id: int | None, detector: Detector, text: str, categories=CATEGORIES) -> list[Finding]:
+    """The detector's findings in `text`; a government-id pattern that ran out of time there is audited (its
+    findings withhold the lines it could not check)."""
+    findings = detector.find(text, categories)
+    timed_out = sorted({f.timed_out_pattern for f in findings if f.timed_out_pattern})
+    if timed_out and tenant_id is not None:
+        withheld = sum(f.end - f.start for f in findings if f.timed_out_pattern)
+        audit_record(
+            tenant=tenant_id,
+            actor=Actor.system("personal-data detector"),
+            action="personal_data.pattern_timeout",
+            target_type="personal_data_policy",
+            detail={"patterns": timed_out, "withheld_characters": withheld, "text_characters": len(text)},
+        )
+    return findings
+
+
 @dataclass(frozen=True)
 class Redactor:
-    """Redacts texts for one use (storing, prompting, the console) under one policy; callable on a text."""
+    """Redacts texts for one use (storing, prompting, the console) under one tenant's policy; callable on a text."""
 
     detector: Detector
     categories: frozenset[str]
+    tenant_id: int | None = None  # whose audit trail records a government-id pattern's timeout
 
     def __call__(self, text: str) -> str:
-        return self.detector.redact(text, self.categories) if self.categories and text else text
+        if not (self.categories and text):
+            return text
+        return mask_findings(text, self.find(text))
 
     def __bool__(self) -> bool:
         return bool(self.categories)
 
+    def find(self, text: str) -> list[Finding]:
+        return findings_in(tenant_id=self.tenant_id, detector=self.detector, text=text, categories=self.categories)
+
 
 def redactor_for(policy: PersonalDataPolicy, action: str) -> Redactor:
     """The redactor of every category whose action is `action` or stricter."""
-    return Redactor(detector_for(policy), policy.categories_at_least(action))
+    return Redactor(detector_for(policy), policy.categories_at_least(action), policy.tenant_id)
 
 
 def storage_redactor(*, tenant: Tenant | int) -> Redactor:
@@ -113,7 +141,8 @@ def console_redactor(*, tenant: Tenant | int) -> Redactor:
 
 def review_reasons(policy: PersonalDataPolicy, text: str) -> list[str]:
     """Why `text` is sensitive under the policy: the categories found in it and the review keywords it holds."""
-    found = sorted({finding.category for finding in detector_for(policy).find(text)})
+    findings = findings_in(tenant_id=policy.tenant_id, detector=detector_for(policy), text=text)
+    found = sorted({finding.category for finding in findings})
     lowered = text.lower()
     keywords = [k for k in policy.review_keywords if re.search(rf"\b{re.escape(k.lower())}", lowered)]
     return found + [f"keyword: {k}" for k in keywords]
@@ -328,7 +357,7 @@ def _redact_row(row, columns: list[str], redact: Redactor, found: Counter) -> bo
     changed = False
     for column in columns:
         text = getattr(row, column)
-        findings = redact.detector.find(text, redact.categories) if text else []
+        findings = redact.find(text) if text else []
         if findings:
             found.update(f.category for f in findings)
             setattr(row, column, mask_findings(text, findings))
