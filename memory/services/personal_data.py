@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from functools import lru_cache
 
@@ -48,6 +48,7 @@ from memory.personal_data import (
 )
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
+from memory.step_types import ChainTopic, Facts, MemorySteps, PromotionFindings, TurnText, Usage
 from memory.text import text_hash
 
 POLICY_FIELDS = (*CATEGORIES, "phone_region", "government_id_patterns", "review_mode", "review_keywords")
@@ -129,6 +130,76 @@ def text_for_storage(*, tenant: Tenant | int, text: str) -> str:
 def prompt_redactor(*, tenant: Tenant | int) -> Redactor:
     """What the model must never see: `mask_prompts` and `do_not_store` categories (the latter for older rows)."""
     return redactor_for(personal_data_policy_get(tenant=tenant), PersonalDataAction.MASK_PROMPTS)
+
+
+@dataclass(frozen=True)
+class MaskedSteps:
+    """Memory steps whose model reads every text masked by the tenant's prompt redactor: each page's two texts, the
+    chain summary it continues and the profile it updates. What the steps answer is returned as the model wrote it
+    (the caller redacts it for storage), so a masked value never reaches the model and never comes back from it."""
+
+    steps: MemorySteps
+    mask: Redactor
+
+    @property
+    def mode(self) -> str:
+        return self.steps.mode
+
+    @property
+    def usage(self) -> Usage:
+        return self.steps.usage
+
+    def _turn(self, turn: TurnText) -> TurnText:
+        return replace(turn, user_message=self.mask(turn.user_message), assistant_reply=self.mask(turn.assistant_reply))
+
+    def _turns(self, turns: list[TurnText]) -> list[TurnText]:
+        return [self._turn(turn) for turn in turns]
+
+    def chain_and_topic(
+        self, *, previous: TurnText | None, previous_chain_summary: str, page: TurnText, similarity: float | None
+    ) -> ChainTopic:
+        return self.steps.chain_and_topic(
+            previous=previous and self._turn(previous),
+            previous_chain_summary=self.mask(previous_chain_summary),
+            page=self._turn(page),
+            similarity=similarity,
+        )
+
+    def chain_and_topics(
+        self,
+        *,
+        previous: TurnText | None,
+        previous_chain_summary: str,
+        pages: list[TurnText],
+        similarities: list[float | None],
+    ) -> list[ChainTopic]:
+        return self.steps.chain_and_topics(
+            previous=previous and self._turn(previous),
+            previous_chain_summary=self.mask(previous_chain_summary),
+            pages=self._turns(pages),
+            similarities=similarities,
+        )
+
+    def profile_update(self, *, profile: str, pages: list[TurnText]) -> str:
+        return self.steps.profile_update(profile=self.mask(profile), pages=self._turns(pages))
+
+    def promotion_analyse(self, *, profile: str, pages: list[TurnText]) -> PromotionFindings:
+        return self.steps.promotion_analyse(profile=self.mask(profile), pages=self._turns(pages))
+
+    def knowledge_extract(self, *, pages: list[TurnText]) -> Facts:
+        return self.steps.knowledge_extract(pages=self._turns(pages))
+
+
+def steps_for_prompts(steps: MemorySteps, *, tenant: Tenant | int) -> MemorySteps:
+    """`steps` as the background updating steps (placement, promotion, profile re-derivation) must use them: a
+    model's steps read texts masked as the chat prompt is (`prompt_redactor`, the same function), the offline
+    steps as they are (heuristics that run in this process and send nothing anywhere; masking their input would
+    strip from facts and summaries values the policy says to keep). Without mask-in-prompts categories, unchanged.
+    """
+    if steps.mode == "offline":
+        return steps  # and no query for the policy
+    mask = prompt_redactor(tenant=tenant)
+    return MaskedSteps(steps, mask) if mask else steps
 
 
 def console_redactor(*, tenant: Tenant | int) -> Redactor:
