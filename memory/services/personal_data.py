@@ -78,19 +78,29 @@ def detector_for(policy: PersonalDataPolicy) -> Detector:
 
 def findings_in(*, tenant_id: int | None, detector: Detector, text: str, categories=CATEGORIES) -> list[Finding]:
     """The detector's findings in `text`; a government-id pattern that ran out of time there is audited (its
-    findings withhold the lines it could not check)."""
+    findings withhold the lines it could not check).
+
+    The audit entry is written once the caller's transaction commits (at once outside one): callers redact before
+    they take the end user's lock, and the audit chain's lock must never be taken before it (legal_hold_place takes
+    them in that order).
+    """
     findings = detector.find(text, categories)
     timed_out = sorted({f.timed_out_pattern for f in findings if f.timed_out_pattern})
     if timed_out and tenant_id is not None:
         withheld = sum(f.end - f.start for f in findings if f.timed_out_pattern)
-        audit_record(
-            tenant=tenant_id,
-            actor=Actor.system("personal-data detector"),
-            action="personal_data.pattern_timeout",
-            target_type="personal_data_policy",
-            detail={"patterns": timed_out, "withheld_characters": withheld, "text_characters": len(text)},
-        )
+        detail = {"patterns": timed_out, "withheld_characters": withheld, "text_characters": len(text)}
+        transaction.on_commit(lambda: _pattern_timeout_record(tenant_id, detail))
     return findings
+
+
+def _pattern_timeout_record(tenant_id: int, detail: dict) -> None:
+    audit_record(
+        tenant=tenant_id,
+        actor=Actor.system("personal-data detector"),
+        action="personal_data.pattern_timeout",
+        target_type="personal_data_policy",
+        detail=detail,
+    )
 
 
 @dataclass(frozen=True)

@@ -102,10 +102,12 @@ def test_a_withheld_line_wins_over_the_findings_inside_it():
     assert [(f.category, f.timed_out_pattern) for f in findings] == [("government_id", BACKTRACKING)]
 
 
-def test_under_do_not_store_a_timed_out_line_is_never_stored_and_the_timeout_is_audited(space, tenant):
+def test_under_do_not_store_a_timed_out_line_is_never_stored_and_the_timeout_is_audited(
+    space, tenant, django_capture_on_commit_callbacks
+):
     stored_before_the_check(tenant, [BACKTRACKING])
 
-    with hangs_no_longer_than(5):
+    with hangs_no_longer_than(5), django_capture_on_commit_callbacks(execute=True):
         page = builders.turn(space, user_message=f"Booking ref below\n{TRAP}", assistant_reply="Noted.").page
 
     assert Page.objects.get(pk=page.pk).user_message == f"Booking ref below\n{WITHHELD_MASK}"
