@@ -8,7 +8,7 @@ within the logged-in end user's own memory, so other people's ids are 404 too.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from django.conf import settings
@@ -19,6 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 from django.utils.text import get_valid_filename
 from django.views.decorators.http import require_GET, require_POST
 
@@ -171,16 +172,33 @@ def _composer_again(
 # --- What do you remember about me ----------------------------------------------------------------------------------
 
 
-def _memory_context(end_user: EndUser, assistant: Assistant, **extra) -> dict:
-    remembered = self_service.remembered_for(end_user=end_user, assistant=assistant)
-    return {"end_user": end_user, "assistant": assistant, "remembered": remembered, **extra}
+PAGED = ("facts", "topics", "versions")  # the memory page's query parameters: the page shown of each list
+
+
+def _paging_query(params: Mapping[str, object]) -> str:
+    """The memory page's paging in `params` as a query string ("?topics=3"), "" for the first pages; the links and
+    forms that lead back to the memory page carry it, so an action keeps the pages the end user was reading."""
+    numbers = {name: str(params.get(name, "")) for name in PAGED}
+    kept = {name: number for name, number in numbers.items() if number.isdecimal() and int(number) > 1}
+    return f"?{urlencode(kept)}" if kept else ""
+
+
+def _memory_context(request: HttpRequest, end_user: EndUser, assistant: Assistant, **extra) -> dict:
+    """The memory page's context, at the pages of each list that the request's query string asks for."""
+    pages = self_service.MemoryPages(**{name: request.GET.get(name) for name in PAGED})
+    remembered = self_service.remembered_for(end_user=end_user, assistant=assistant, pages=pages)
+    shown = {"facts": remembered.facts, "topics": remembered.segments, "versions": remembered.earlier_profiles}
+    query = _paging_query({name: page.number for name, page in shown.items()})
+    return {"end_user": end_user, "assistant": assistant, "remembered": remembered, "memory_query": query, **extra}
 
 
 @require_GET
 @login_required
 def memory(request: HttpRequest, assistant_id: str) -> HttpResponse:
+    """The memory page, a page of each list at a time; HTMX (its pagers) gets the page's body alone."""
     end_user, assistant = _pair_or_404(request, assistant_id)
-    return render(request, "chat/memory.html", _memory_context(end_user, assistant))
+    template = "chat/memory.html#memory-body" if request.htmx else "chat/memory.html"
+    return render(request, template, _memory_context(request, end_user, assistant))
 
 
 @require_GET
@@ -198,10 +216,15 @@ def memory_topic(request: HttpRequest, assistant_id: str, segment_id: int) -> Ht
 def _memory_changed(request: HttpRequest, end_user: EndUser, assistant: Assistant, note: str) -> HttpResponse:
     """After a change: HTMX gets the page's body again, with the note; plain HTML a redirect to the page."""
     if request.htmx:
-        context = _memory_context(end_user, assistant, note=note)
+        context = _memory_context(request, end_user, assistant, note=note)
         return render(request, "chat/memory.html#memory-body", context)
     messages.success(request, note)
-    return redirect("chat:memory", assistant_id=assistant.external_id)
+    return _back_to_memory(request, assistant)
+
+
+def _back_to_memory(request: HttpRequest, assistant: Assistant) -> HttpResponse:
+    """A redirect to the memory page, at the pages the action was taken from."""
+    return redirect(reverse("chat:memory", args=[assistant.external_id]) + _paging_query(request.GET))
 
 
 HOLD_NOTE = (
@@ -213,9 +236,10 @@ HOLD_NOTE = (
 def _forget_refused(request: HttpRequest, end_user: EndUser, assistant: Assistant) -> HttpResponse:
     """A forget refused by a legal hold: the memory page again, saying why (HTMX: its body; plain HTML: a redirect)."""
     if request.htmx:
-        return render(request, "chat/memory.html#memory-body", _memory_context(end_user, assistant, note=HOLD_NOTE))
+        context = _memory_context(request, end_user, assistant, note=HOLD_NOTE)
+        return render(request, "chat/memory.html#memory-body", context)
     messages.error(request, HOLD_NOTE)
-    return redirect("chat:memory", assistant_id=assistant.external_id)
+    return _back_to_memory(request, assistant)
 
 
 # What the end user calls each kind in URLs and sentences, and the URL name of its forget.
@@ -241,6 +265,7 @@ def forget_confirm(request: HttpRequest, assistant_id: str, what: str, item_id: 
     context = {"assistant": assistant, "url_name": url_name, "item_id": item_id, "what": label, "slug": what}
     context["impact"] = kind.item_impact(item).describe(kind_name)
     context["held"] = HOLD_NOTE if legal_hold_active(end_user=end_user) else ""
+    context["memory_query"] = _paging_query(request.GET)
     template = "chat/forget_confirm.html#confirm" if request.htmx else "chat/forget_confirm.html"
     return render(request, template, context)
 
@@ -309,7 +334,7 @@ def knowledge_correct(request: HttpRequest, assistant_id: str, entry_id: int) ->
             form.add_error("text", str(exc))
         else:
             return _memory_changed(request, end_user, assistant, "Corrected: that fact now reads as you wrote it.")
-    context = _memory_context(end_user, assistant, correction=form, correcting=entry.id)
+    context = _memory_context(request, end_user, assistant, correction=form, correcting=entry.id)
     if request.htmx:
         return render(request, "chat/memory.html#memory-body", context)
     return render(request, "chat/memory.html", context, status=400)
