@@ -28,6 +28,7 @@ from chat.services import ReplyResult, reply_generate
 from memory.items import ITEM_KINDS
 from memory.models import Assistant, EndUser
 from memory.selectors import self_service
+from memory.selectors.case import case_search
 from memory.selectors.items import knowledge_get, page_get, profile_version_get, segment_get
 from memory.selectors.people import assistant_get, assistant_list
 from memory.selectors.tenancy import end_user_for_account
@@ -173,23 +174,34 @@ def _composer_again(
 
 
 PAGED = ("facts", "topics", "versions")  # the memory page's query parameters: the page shown of each list
+SEARCH_MAX = 200  # characters of a search of one's memory
 
 
-def _paging_query(params: Mapping[str, object]) -> str:
-    """The memory page's paging in `params` as a query string ("?topics=3"), "" for the first pages; the links and
-    forms that lead back to the memory page carry it, so an action keeps the pages the end user was reading."""
+def _memory_query(params: Mapping[str, object]) -> str:
+    """What the memory page shows, from `params`, as a query string ("?topics=3&q=Lisbon"): the page of each list
+    past the first, and the search. The links and forms that lead back to the memory page carry it, so an action
+    comes back to what the end user was reading."""
     numbers = {name: str(params.get(name, "")) for name in PAGED}
     kept = {name: number for name, number in numbers.items() if number.isdecimal() and int(number) > 1}
-    return f"?{urlencode(kept)}" if kept else ""
+    search = _search_of(params)
+    return f"?{urlencode(kept | ({'q': search} if search else {}))}" if kept or search else ""
+
+
+def _search_of(params: Mapping[str, object]) -> str:
+    return str(params.get("q", "")).strip()[:SEARCH_MAX]
 
 
 def _memory_context(request: HttpRequest, end_user: EndUser, assistant: Assistant, **extra) -> dict:
-    """The memory page's context, at the pages of each list that the request's query string asks for."""
+    """The memory page's context, at the pages of each list that the request's query string asks for; with a search
+    (`q`), what it found in the end user's own memory, which the page shows instead of the lists."""
     pages = self_service.MemoryPages(**{name: request.GET.get(name) for name in PAGED})
     remembered = self_service.remembered_for(end_user=end_user, assistant=assistant, pages=pages)
+    search = _search_of(request.GET)
+    found = case_search(end_user=end_user, space=remembered.space, query=search) if search else None
     shown = {"facts": remembered.facts, "topics": remembered.segments, "versions": remembered.earlier_profiles}
-    query = _paging_query({name: page.number for name, page in shown.items()})
-    return {"end_user": end_user, "assistant": assistant, "remembered": remembered, "memory_query": query, **extra}
+    query = _memory_query({name: page.number for name, page in shown.items()} | {"q": search})
+    context = {"end_user": end_user, "assistant": assistant, "remembered": remembered, "found": found}
+    return {**context, "memory_query": query, **extra}
 
 
 @require_GET
@@ -224,7 +236,7 @@ def _memory_changed(request: HttpRequest, end_user: EndUser, assistant: Assistan
 
 def _back_to_memory(request: HttpRequest, assistant: Assistant) -> HttpResponse:
     """A redirect to the memory page, at the pages the action was taken from."""
-    return redirect(reverse("chat:memory", args=[assistant.external_id]) + _paging_query(request.GET))
+    return redirect(reverse("chat:memory", args=[assistant.external_id]) + _memory_query(request.GET))
 
 
 HOLD_NOTE = (
@@ -265,7 +277,7 @@ def forget_confirm(request: HttpRequest, assistant_id: str, what: str, item_id: 
     context = {"assistant": assistant, "url_name": url_name, "item_id": item_id, "what": label, "slug": what}
     context["impact"] = kind.item_impact(item).describe(kind_name)
     context["held"] = HOLD_NOTE if legal_hold_active(end_user=end_user) else ""
-    context["memory_query"] = _paging_query(request.GET)
+    context["memory_query"] = _memory_query(request.GET)
     template = "chat/forget_confirm.html#confirm" if request.htmx else "chat/forget_confirm.html"
     return render(request, template, context)
 

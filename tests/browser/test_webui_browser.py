@@ -266,7 +266,7 @@ def test_console_actions_work_with_the_keyboard_alone_and_show_where_the_focus_i
 
 
 def test_the_memory_page_pages_its_topics_on_a_phone_with_htmx_and_as_plain_links(
-    memory, assistant, chromium, live_server, new_tab
+    memory, assistant, chromium, live_server, new_tab, screenshot
 ):
     space = builders.space_of(memory, assistant)
     for i in range(30):
@@ -286,6 +286,7 @@ def test_the_memory_page_pages_its_topics_on_a_phone_with_htmx_and_as_plain_link
     assert "topics=2" in tab.url and tab.evaluate("window.stillTheSamePage") is True
     expect(topics.locator("[aria-current=page]")).to_have_text("2")
     assert page_width(tab) <= PHONE and serious_violations(tab) == []
+    screenshot(tab, "webui-memory-paged-phone")
 
     # without it, the same pager is plain links
     context = chromium.new_context(base_url=live_server.url, java_script_enabled=False)
@@ -317,7 +318,12 @@ def test_every_page_type_fits_each_screen_and_passes_axe_for_every_role(memory, 
     check(tab, "/accounts/login/")
     log_in(tab, "alice", PASSWORD)
     topic = Segment.objects.filter(space__end_user=memory).first()
-    for path in ("/chat/ava/", "/chat/ava/memory/", f"/chat/ava/memory/topics/{topic.pk}/"):
+    for path in (
+        "/chat/ava/",
+        "/chat/ava/memory/",
+        "/chat/ava/memory/?q=Lisbon",
+        f"/chat/ava/memory/topics/{topic.pk}/",
+    ):
         tab.goto(path)
         check(tab, path)
 
