@@ -156,9 +156,9 @@ MEMORY_PER_PAGE = 25  # topics, facts and earlier profile versions per page: eac
 class MemoryPages:
     """Which page of each paged list the end user asked for, as given (a bad or too high number still gives a page)."""
 
-    topics: object = 1
-    facts: object = 1
-    versions: object = 1
+    topics: int | str | None = 1
+    facts: int | str | None = 1
+    versions: int | str | None = 1
 
 
 @dataclass
@@ -193,7 +193,7 @@ class Remembered:
         return not (self.profile or any(counts) or self.recent_pages)
 
 
-def _page_of(rows: QuerySet, number: object, per_page: int) -> paginator.Page:
+def _page_of(rows: QuerySet, number: int | str | None, per_page: int) -> paginator.Page:
     """One page of `rows` read once (the count, then the page's rows); a bad number gives the first page, a number
     past the end the last."""
     page = paginator.Paginator(rows, per_page).get_page(number)
