@@ -221,6 +221,7 @@ def memory_topic(request: HttpRequest, assistant_id: str, segment_id: int) -> Ht
     segment = _own_or_404(segment_get, end_user, assistant=assistant, id=segment_id)
     context = {"end_user": end_user, "assistant": assistant, "segment": segment}
     context["pages"] = self_service.topic_pages(segment=segment)
+    context["memory_query"] = _memory_query(request.GET)  # back to the memory page as it was left
     template = "chat/topic.html#topic-turns" if request.htmx else "chat/topic.html"
     return render(request, template, context)
 

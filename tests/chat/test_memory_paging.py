@@ -4,6 +4,7 @@ however much is remembered, and an action taken on a later page comes back to th
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -101,12 +102,15 @@ def test_htmx_paging_gets_the_pages_body_alone_and_a_plain_request_the_whole_pag
     assert "<h1" not in fragment and "<h1" in page and "Holiday plan 00" in page
 
 
-def test_earlier_profile_versions_are_paged_and_their_later_page_opens_them(logged_in, full):
+def test_earlier_profile_versions_are_paged_and_paging_them_keeps_them_open(logged_in, full):
     body = logged_in.get("/chat/ava/memory/", {"versions": 2}).content.decode()
+    back = logged_in.get("/chat/ava/memory/", {"versions": 1}).content.decode()
+    unasked = logged_in.get("/chat/ava/memory/").content.decode()
 
     assert "Profile version 04." in body and "Profile version 01." in body and "Profile version 05." not in body
     assert "Profile version 30." in body  # the current version is always shown
-    assert '<details class="earlier" id="earlier-versions" open>' in body
+    opened = '<details class="earlier" id="earlier-versions" open>'
+    assert opened in body and opened in back and opened not in unasked
 
 
 @pytest.mark.parametrize("headers", [{}, HTMX], ids=["plain", "htmx"])
@@ -150,3 +154,12 @@ def test_a_page_of_one_list_or_none_shows_no_pager(logged_in, space, alice, assi
     body = logged_in.get("/chat/ava/memory/").content.decode()
 
     assert "3 topics" in body and "25 facts" in body and 'class="pagination"' not in body
+
+
+def test_a_topic_opened_from_a_later_page_links_back_to_that_page(logged_in, full):
+    listed = logged_in.get("/chat/ava/memory/", {"topics": 2}).content.decode()
+    topic_url = re.search(r'href="(/chat/ava/memory/topics/\d+/\?topics=2)"', listed).group(1)
+
+    topic = logged_in.get(topic_url).content.decode()
+
+    assert re.search(r'href="/chat/ava/memory/\?topics=2#topic-\d+"', topic)
