@@ -318,6 +318,50 @@ class ProfileVersionPatch(serializers.Serializer):
     reason = reason_field()
 
 
+# --- Review ---------------------------------------------------------------------------------------------------
+
+
+class ReviewSourceOut(serializers.ModelSerializer):
+    """A turn a pending fact or profile version was learnt from."""
+
+    assistant = serializers.CharField(source="space.assistant.external_id")
+
+    class Meta:
+        model = Page
+        fields = ["id", "assistant", "at", "user_message", "assistant_reply"]
+
+
+class PendingKnowledgeOut(KnowledgeOut):
+    sources = ReviewSourceOut(source="source_pages", many=True, read_only=True)
+
+    class Meta(KnowledgeOut.Meta):
+        fields = [*KnowledgeOut.Meta.fields, "sources"]
+
+
+class PendingProfileVersionOut(ProfileVersionOut):
+    sources = ReviewSourceOut(source="source_pages", many=True, read_only=True)
+
+    class Meta(ProfileVersionOut.Meta):
+        fields = [*ProfileVersionOut.Meta.fields, "sources"]
+
+
+class ReviewIn(serializers.Serializer):
+    decision = serializers.ChoiceField(
+        choices=["approve", "reject"], help_text="approve: it may be used in prompts; reject: it never will be."
+    )
+    text = serializers.CharField(
+        max_length=MAX_MEMORY_TEXT,
+        required=False,
+        help_text="approve only: the corrected text, approved as edited (redacted by the personal-data policy).",
+    )
+    reason = serializers.CharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        help_text="Why: kept in the audit log. Required to reject or to edit.",
+    )
+
+
 class ProfileIn(serializers.Serializer):
     text = serializers.CharField(max_length=MAX_MEMORY_TEXT)
     reason = reason_field()

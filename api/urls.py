@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api.views import conversation, governance, memory_items, people
+from api.views import conversation, governance, memory_items, people, review
 from api.views.base import UnknownPath
 from memory.services.tenancy import EXTERNAL_ID
 
@@ -99,5 +99,14 @@ urlpatterns = [
     path("erasure-receipts/<item_id:pk>/", governance.ErasureReceiptView.as_view(), name="erasure-receipt"),
     path("exports/<item_id:pk>/", governance.ExportView.as_view(), name="export"),
     path("exports/<item_id:pk>/download/", governance.ExportDownloadView.as_view(), name="export-download"),
+    # Review of new long-term memory
+    path("review/knowledge/", review.PendingKnowledgeView.as_view(), name="review-knowledge"),
+    path("review/knowledge/<item_id:pk>/", review.KnowledgeDecisionView.as_view(), name="review-knowledge-decide"),
+    path("review/profile-versions/", review.PendingProfileVersionsView.as_view(), name="review-profile-versions"),
+    path(
+        "review/profile-versions/<item_id:pk>/",
+        review.ProfileVersionDecisionView.as_view(),
+        name="review-profile-version-decide",
+    ),
     re_path(r"^.*$", UnknownPath.as_view(), name="unknown"),
 ]

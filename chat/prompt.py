@@ -55,6 +55,12 @@ def estimate_tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
+def message_tokens(message: dict) -> int:
+    """About how many tokens one of the caller's messages costs: its text, and its tool calls as JSON."""
+    calls = message.get("tool_calls")
+    return estimate_tokens(message.get("content") or "") + (estimate_tokens(json.dumps(calls)) if calls else 0)
+
+
 def quoted(text: str) -> str:
     """Memory text as a JSON string literal that cannot close the memory block (`<` and `>` are escaped)."""
     return json.dumps(text, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
@@ -107,6 +113,8 @@ class Prompt:
     # The caller's own conversation before `message` (the memory proxy): its system text and earlier turns.
     caller_system: str = ""
     history: tuple[dict, ...] = ()
+    # What followed `message` in a tool exchange under way (the memory proxy): the model's tool calls, their results.
+    exchange: tuple[dict, ...] = ()
 
     @property
     def system(self) -> str:
@@ -115,7 +123,8 @@ class Prompt:
         return f"{self.instructions}\n\n{self.memory}{caller}"
 
     def messages(self) -> list[dict]:
-        return [{"role": "system", "content": self.system}, *self.history, {"role": "user", "content": self.message}]
+        user = {"role": "user", "content": self.message}
+        return [{"role": "system", "content": self.system}, *self.history, user, *self.exchange]
 
 
 # --- Memory items -------------------------------------------------------------------------------------------------
@@ -230,26 +239,30 @@ def prompt_build(
     now: datetime,
     budget: int,
     conversation: Iterable[dict] = (),
+    exchange: Iterable[dict] = (),
     mask: Callable[[str], str] | None = None,
 ) -> Prompt:
     """The prompt for `message`, dropping the lowest-ranked memory until its estimated tokens fit `budget`.
 
-    `conversation` is the caller's own messages before `message` (OpenAI shape: role and text content): its system
-    messages follow the memory block inside the one system message, its other turns come before `message`.
+    `conversation` is the caller's own messages before `message` (OpenAI shape: role and text content, and an
+    assistant's tool calls or a tool's result as the caller sent them): its system messages follow the memory block
+    inside the one system message, its other turns come before `message`, unchanged. `exchange` is what came after
+    `message` in a tool exchange under way (the assistant's tool calls and their results), sent after it unchanged.
     Pure: reads only what `retrieval` already holds. When even no memory at all does not fit, the memory block is
     empty and the prompt goes out over budget (the message itself is never cut). `mask` (the tenant's
     mask-in-prompts redactor) rewrites the message and every memory text, so the model never sees those values.
     """
     instructions = instructions_for(assistant=assistant, now=now)
     caller_system = "\n\n".join(m["content"] for m in conversation if m["role"] == "system")
-    history = tuple({"role": m["role"], "content": m["content"]} for m in conversation if m["role"] != "system")
+    history = tuple(m for m in conversation if m["role"] != "system")
+    exchange = tuple(exchange)
     if mask is not None:
         message = mask(message)
     kept = memory_items(retrieval, mask=mask)
     dropped: list[MemoryItem] = []
     drop_order = sorted(kept, key=lambda item: (item.rank, item.order))
     fixed = estimate_tokens(instructions) + estimate_tokens(message) + estimate_tokens(caller_system)
-    fixed += sum(estimate_tokens(m["content"]) for m in history)
+    fixed += sum(message_tokens(m) for m in (*history, *exchange))
     memory = render_memory(kept)
     while drop_order and fixed + estimate_tokens(memory) > budget:
         victim = drop_order.pop(0)
@@ -257,7 +270,7 @@ def prompt_build(
         dropped.append(victim)
         memory = render_memory(kept)
     tokens = fixed + estimate_tokens(memory)
-    return Prompt(instructions, memory, message, kept, dropped, tokens, budget, caller_system, history)
+    return Prompt(instructions, memory, message, kept, dropped, tokens, budget, caller_system, history, exchange)
 
 
 def memory_used(retrieval: RetrievalResult, prompt: Prompt) -> dict:

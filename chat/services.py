@@ -2,13 +2,19 @@
 
 Chat writes memory only through memory services: `chat_reply_*` for the reply's record, `turn_record` for the
 turn, `reply_memory_record` for the audit of the memory a reply used.
+
+Tool calls (the memory proxy's callers pass `tools` through to the model): a reply that calls tools is not a turn.
+Its record is completed with no page and the memory it was given is audited, but nothing is stored as memory, not
+even text sent along with the calls; the caller runs the tools and asks again with their results, and the reply
+that finally answers in words is stored as the turn: the user's last message and that text. Tool results are never
+stored (they are system data, possibly large); they only reach the model.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
@@ -17,7 +23,7 @@ from django.utils import timezone
 
 from chat.offline import offline_memory_used, offline_reply
 from chat.prompt import Prompt, memory_used, prompt_build
-from memory.llm import LLMError, LLMReply, get_llm
+from memory.llm import LLMError, LLMReply, ToolCallDeltas, get_llm
 from memory.models import Assistant, ChatReply, EndUser, MemorySpace, ReplyStatus
 from memory.models.tiers import PageSource, ReplySource
 from memory.retrieval import RetrievalResult, retrieve
@@ -44,6 +50,7 @@ class Generated:
     mode: str
     usage: Usage
     used: dict | None = None  # the memory the reply used, when it knows better than the prompt (offline)
+    tool_calls: tuple[dict, ...] = ()  # the model called tools: not a turn (see the module docstring)
 
 
 @dataclass(frozen=True)
@@ -51,13 +58,15 @@ class ReplyResult:
     """The outcome of one submit: the reply's record, its text, and the retrieval behind it.
 
     `replayed` is true when an earlier submit with the same idempotency key owns the reply (done or still
-    pending); `retrieval` is None then, and when generation failed before retrieving.
+    pending); `retrieval` is None then, and when generation failed before retrieving. `tool_calls` are the model's
+    when it called tools (OpenAI's shape); no turn was stored then.
     """
 
     reply: ChatReply
     text: str
     retrieval: RetrievalResult | None
     replayed: bool = False
+    tool_calls: tuple[dict, ...] = ()
 
     @property
     def done(self) -> bool:
@@ -143,6 +152,7 @@ class Draft:
     actor: Actor
     now: datetime
     mode: str
+    options: dict = field(default_factory=dict)  # the caller's request fields for the model (see reply_draft)
 
 
 class GenerationFailed(Exception):
@@ -159,13 +169,18 @@ def reply_draft(
     now: datetime | None = None,
     conversation: list[dict] | None = None,
     stream: bool = False,
+    exchange: list[dict] | None = None,
+    options: dict | None = None,
 ) -> Draft | ReplyResult:
     """The first half of reply_generate: claim, retrieve, build the prompt and generate, storing nothing yet.
 
     Returns a Draft to pass to reply_store (or reply_abandon when whoever asked has gone away), or the final
     ReplyResult when there is nothing to store: a replayed key, or a failed generation (marked failed already).
     With `stream`, a model's reply is not generated yet: reply_pieces generates it piece by piece.
-    Raises as reply_generate does.
+    The memory proxy also passes `exchange`, the tool calls and tool results that followed `message` in a tool
+    exchange under way, and `options`, request fields for the model as they are (tools, tool_choice, top_p...;
+    `temperature` and `max_tokens` replace the chat's own, the latter never above CHAT_REPLY_MAX_TOKENS); the
+    offline reply ignores both. Raises as reply_generate does.
     """
     message, idempotency_key = message_check(message), _key_check(idempotency_key)
     if not (end_user.is_active and assistant.is_active):
@@ -192,16 +207,20 @@ def reply_draft(
             now=now,
             budget=settings.CHAT_PROMPT_TOKEN_BUDGET,
             conversation=conversation or (),
+            exchange=exchange or (),
             mask=mask if mask else None,
         )
-        generated = None if stream and mode == "llm" else _generate(prompt, retrieval, mode, now)
+        options = options or {}
+        generated = None if stream and mode == "llm" else _generate(prompt, retrieval, mode, now, options)
     except Exception as exc:
         return _failed(reply, mode, end_user, exc)
-    return Draft(space, reply, message, generated, retrieval, prompt, actor or Actor.end_user(end_user), now, mode)
+    actor = actor or Actor.end_user(end_user)
+    return Draft(space, reply, message, generated, retrieval, prompt, actor, now, mode, options)
 
 
-def reply_pieces(*, draft: Draft) -> Iterator[str]:
-    """The draft's reply as text pieces, as the model streams them (an offline reply a word at a time).
+def reply_pieces(*, draft: Draft) -> Iterator[str | ToolCallDeltas]:
+    """The draft's reply as text pieces and tool call deltas, as the model streams them (an offline reply a word at a
+    time).
 
     Once exhausted, `draft.generated` holds the whole reply, ready for reply_store. A model failure marks the reply
     failed (nothing is stored; the key may be sent again) and raises GenerationFailed.
@@ -211,12 +230,9 @@ def reply_pieces(*, draft: Draft) -> Iterator[str]:
         yield from (word if i == len(words) - 1 else f"{word} " for i, word in enumerate(words))
         return
     try:
-        for piece in get_llm().stream(
-            draft.prompt.messages(), max_tokens=settings.CHAT_REPLY_MAX_TOKENS, temperature=REPLY_TEMPERATURE
-        ):
+        for piece in get_llm().stream(draft.prompt.messages(), **_model_arguments(draft.options)):
             if isinstance(piece, LLMReply):
-                usage = Usage(calls=1, prompt_tokens=piece.prompt_tokens, completion_tokens=piece.completion_tokens)
-                draft.generated = Generated(text=piece.text.strip(), mode=draft.mode, usage=usage)
+                draft.generated = _generated(piece, draft.mode)
             else:
                 yield piece
     except LLMError as exc:
@@ -233,6 +249,8 @@ def reply_store(*, draft: Draft) -> ReplyResult:
     space, generated = draft.space, draft.generated
     if generated is None:
         raise ValueError("the draft's reply has not been generated yet: exhaust reply_pieces first")
+    if generated.tool_calls:
+        return _tool_calls_store(draft, generated)
     try:
         text = _store(
             space, draft.reply, draft.message, generated, draft.retrieval, draft.prompt, draft.actor, draft.now
@@ -240,6 +258,27 @@ def reply_store(*, draft: Draft) -> ReplyResult:
     except Exception as exc:
         return _failed(draft.reply, generated.mode, space.end_user, exc)
     return ReplyResult(reply=draft.reply, text=text, retrieval=draft.retrieval)
+
+
+def _tool_calls_store(draft: Draft, generated: Generated) -> ReplyResult:
+    """Complete a reply that called tools: no turn, no visits, only the reply's record and the audit of the memory
+    the model was given (see the module docstring)."""
+    used = memory_used(draft.retrieval, draft.prompt)
+    dropped = [item.as_dropped() for item in draft.prompt.dropped]
+    try:
+        with transaction.atomic():
+            chat_reply_complete(
+                reply=draft.reply, page=None, mode=draft.mode, memory_used=used, dropped=dropped, usage=generated.usage
+            )
+            reply_memory_record(
+                space=draft.space,
+                used={**used, "dropped": dropped},
+                actor=draft.actor,
+                request_id=f"chat-reply-{draft.reply.pk}",
+            )
+    except Exception as exc:  # erased meanwhile: raised as the refusal it is
+        return _failed(draft.reply, draft.mode, draft.space.end_user, exc)
+    return ReplyResult(draft.reply, generated.text, draft.retrieval, tool_calls=generated.tool_calls)
 
 
 def reply_abandon(*, draft: Draft, reason: str) -> None:
@@ -278,7 +317,25 @@ class _Failed(Exception):
         self.usage = usage
 
 
-def _generate(prompt: Prompt, retrieval: RetrievalResult, mode: str, now: datetime) -> Generated:
+def _model_arguments(options: dict) -> dict:
+    """The seam's arguments for a reply: the caller's temperature and token limit (never above
+    CHAT_REPLY_MAX_TOKENS) or the chat's own, and the caller's other options as they are."""
+    options = dict(options)
+    temperature = options.pop("temperature", None)
+    limit, asked = settings.CHAT_REPLY_MAX_TOKENS, options.pop("max_tokens", None)
+    return {
+        "max_tokens": min(asked, limit) if asked else limit,
+        "temperature": REPLY_TEMPERATURE if temperature is None else temperature,
+        "options": options,
+    }
+
+
+def _generated(answer: LLMReply, mode: str) -> Generated:
+    usage = Usage(calls=1, prompt_tokens=answer.prompt_tokens, completion_tokens=answer.completion_tokens)
+    return Generated(text=answer.text.strip(), mode=mode, usage=usage, tool_calls=answer.tool_calls)
+
+
+def _generate(prompt: Prompt, retrieval: RetrievalResult, mode: str, now: datetime, options: dict) -> Generated:
     """One generation call through the LLM seam, or the offline reply built from the memory the prompt kept.
 
     The offline reply records as used only the memory it mentions, best first.
@@ -288,13 +345,10 @@ def _generate(prompt: Prompt, retrieval: RetrievalResult, mode: str, now: dateti
         used = offline_memory_used(reply, retrieval=retrieval, tokens=prompt.tokens, budget=prompt.budget)
         return Generated(text=reply.text, mode=mode, usage=Usage(), used=used)
     try:
-        answer = get_llm().complete(
-            prompt.messages(), max_tokens=settings.CHAT_REPLY_MAX_TOKENS, temperature=REPLY_TEMPERATURE
-        )
+        answer = get_llm().complete(prompt.messages(), **_model_arguments(options))
     except LLMError as exc:
         raise _Failed(str(exc), Usage(calls=1)) from exc
-    usage = Usage(calls=1, prompt_tokens=answer.prompt_tokens, completion_tokens=answer.completion_tokens)
-    return Generated(text=answer.text.strip(), mode=mode, usage=usage)
+    return _generated(answer, mode)
 
 
 def _store(

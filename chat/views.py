@@ -8,7 +8,7 @@ within the logged-in end user's own memory, so other people's ids are 404 too.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from django.conf import settings
@@ -19,6 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import urlencode
 from django.utils.text import get_valid_filename
 from django.views.decorators.http import require_GET, require_POST
 
@@ -27,6 +28,7 @@ from chat.services import ReplyResult, reply_generate
 from memory.items import ITEM_KINDS
 from memory.models import Assistant, EndUser
 from memory.selectors import self_service
+from memory.selectors.case import case_search
 from memory.selectors.items import knowledge_get, page_get, profile_version_get, segment_get
 from memory.selectors.people import assistant_get, assistant_list
 from memory.selectors.tenancy import end_user_for_account
@@ -171,16 +173,44 @@ def _composer_again(
 # --- What do you remember about me ----------------------------------------------------------------------------------
 
 
-def _memory_context(end_user: EndUser, assistant: Assistant, **extra) -> dict:
-    remembered = self_service.remembered_for(end_user=end_user, assistant=assistant)
-    return {"end_user": end_user, "assistant": assistant, "remembered": remembered, **extra}
+PAGED = ("facts", "topics", "versions")  # the memory page's query parameters: the page shown of each list
+SEARCH_MAX = 200  # characters of a search of one's memory
+
+
+def _memory_query(params: Mapping[str, object]) -> str:
+    """What the memory page shows, from `params`, as a query string ("?topics=3&q=Lisbon"): the page of each list
+    past the first, and the search. The links and forms that lead back to the memory page carry it, so an action
+    comes back to what the end user was reading."""
+    numbers = {name: str(params.get(name, "")) for name in PAGED}
+    kept = {name: number for name, number in numbers.items() if number.isdecimal() and int(number) > 1}
+    search = _search_of(params)
+    return f"?{urlencode(kept | ({'q': search} if search else {}))}" if kept or search else ""
+
+
+def _search_of(params: Mapping[str, object]) -> str:
+    return str(params.get("q", "")).strip()[:SEARCH_MAX]
+
+
+def _memory_context(request: HttpRequest, end_user: EndUser, assistant: Assistant, **extra) -> dict:
+    """The memory page's context, at the pages of each list that the request's query string asks for; with a search
+    (`q`), what it found in the end user's own memory, which the page shows instead of the lists."""
+    pages = self_service.MemoryPages(**{name: request.GET.get(name) for name in PAGED})
+    remembered = self_service.remembered_for(end_user=end_user, assistant=assistant, pages=pages)
+    search = _search_of(request.GET)
+    found = case_search(end_user=end_user, space=remembered.space, query=search) if search else None
+    shown = {"facts": remembered.facts, "topics": remembered.segments, "versions": remembered.earlier_profiles}
+    query = _memory_query({name: page.number for name, page in shown.items()} | {"q": search})
+    context = {"end_user": end_user, "assistant": assistant, "remembered": remembered, "found": found}
+    return {**context, "memory_query": query, **extra}
 
 
 @require_GET
 @login_required
 def memory(request: HttpRequest, assistant_id: str) -> HttpResponse:
+    """The memory page, a page of each list at a time; HTMX (its pagers) gets the page's body alone."""
     end_user, assistant = _pair_or_404(request, assistant_id)
-    return render(request, "chat/memory.html", _memory_context(end_user, assistant))
+    template = "chat/memory.html#memory-body" if request.htmx else "chat/memory.html"
+    return render(request, template, _memory_context(request, end_user, assistant))
 
 
 @require_GET
@@ -191,6 +221,7 @@ def memory_topic(request: HttpRequest, assistant_id: str, segment_id: int) -> Ht
     segment = _own_or_404(segment_get, end_user, assistant=assistant, id=segment_id)
     context = {"end_user": end_user, "assistant": assistant, "segment": segment}
     context["pages"] = self_service.topic_pages(segment=segment)
+    context["memory_query"] = _memory_query(request.GET)  # back to the memory page as it was left
     template = "chat/topic.html#topic-turns" if request.htmx else "chat/topic.html"
     return render(request, template, context)
 
@@ -198,10 +229,15 @@ def memory_topic(request: HttpRequest, assistant_id: str, segment_id: int) -> Ht
 def _memory_changed(request: HttpRequest, end_user: EndUser, assistant: Assistant, note: str) -> HttpResponse:
     """After a change: HTMX gets the page's body again, with the note; plain HTML a redirect to the page."""
     if request.htmx:
-        context = _memory_context(end_user, assistant, note=note)
+        context = _memory_context(request, end_user, assistant, note=note)
         return render(request, "chat/memory.html#memory-body", context)
     messages.success(request, note)
-    return redirect("chat:memory", assistant_id=assistant.external_id)
+    return _back_to_memory(request, assistant)
+
+
+def _back_to_memory(request: HttpRequest, assistant: Assistant) -> HttpResponse:
+    """A redirect to the memory page, at the pages the action was taken from."""
+    return redirect(reverse("chat:memory", args=[assistant.external_id]) + _memory_query(request.GET))
 
 
 HOLD_NOTE = (
@@ -213,9 +249,10 @@ HOLD_NOTE = (
 def _forget_refused(request: HttpRequest, end_user: EndUser, assistant: Assistant) -> HttpResponse:
     """A forget refused by a legal hold: the memory page again, saying why (HTMX: its body; plain HTML: a redirect)."""
     if request.htmx:
-        return render(request, "chat/memory.html#memory-body", _memory_context(end_user, assistant, note=HOLD_NOTE))
+        context = _memory_context(request, end_user, assistant, note=HOLD_NOTE)
+        return render(request, "chat/memory.html#memory-body", context)
     messages.error(request, HOLD_NOTE)
-    return redirect("chat:memory", assistant_id=assistant.external_id)
+    return _back_to_memory(request, assistant)
 
 
 # What the end user calls each kind in URLs and sentences, and the URL name of its forget.
@@ -241,6 +278,7 @@ def forget_confirm(request: HttpRequest, assistant_id: str, what: str, item_id: 
     context = {"assistant": assistant, "url_name": url_name, "item_id": item_id, "what": label, "slug": what}
     context["impact"] = kind.item_impact(item).describe(kind_name)
     context["held"] = HOLD_NOTE if legal_hold_active(end_user=end_user) else ""
+    context["memory_query"] = _memory_query(request.GET)
     template = "chat/forget_confirm.html#confirm" if request.htmx else "chat/forget_confirm.html"
     return render(request, template, context)
 
@@ -309,7 +347,7 @@ def knowledge_correct(request: HttpRequest, assistant_id: str, entry_id: int) ->
             form.add_error("text", str(exc))
         else:
             return _memory_changed(request, end_user, assistant, "Corrected: that fact now reads as you wrote it.")
-    context = _memory_context(end_user, assistant, correction=form, correcting=entry.id)
+    context = _memory_context(request, end_user, assistant, correction=form, correcting=entry.id)
     if request.htmx:
         return render(request, "chat/memory.html#memory-body", context)
     return render(request, "chat/memory.html", context, status=400)

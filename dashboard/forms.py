@@ -210,7 +210,10 @@ class PersonalDataPolicyForm(ReasonForm):
         required=False,
         widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
         label="Government-id patterns",
-        help_text="One regular expression per line (Python syntax), checked when saved.",
+        help_text=(
+            "One regular expression per line (Python syntax), checked when saved: a pattern that backtracks "
+            "catastrophically, such as (a+)+, is refused."
+        ),
     )
     review_mode = forms.ChoiceField(choices=ReviewMode.choices, label="Review of new long-term memory")
     review_keywords = KeywordsField(

@@ -76,7 +76,13 @@ class BenchLLM:
         self.calls_by_step: dict[str, int] = {}
 
     def complete(
-        self, messages: list[dict], *, json_mode: bool = False, max_tokens: int | None = None, temperature: float = 0.2
+        self,
+        messages: list[dict],
+        *,
+        json_mode: bool = False,
+        max_tokens: int | None = None,
+        temperature: float = 0.2,
+        options: dict | None = None,
     ) -> LLMReply:
         system, prompt = messages[0]["content"], messages[-1]["content"]
         if '"pages"' in system:

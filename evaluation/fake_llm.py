@@ -4,6 +4,10 @@ Serves `/v1/chat/completions` (a short reply at once, or word by word with `stre
 JSON-mode prompts a JSON object in the shape `memory.llm_steps` validates), `/v1/embeddings` (hashed bag-of-words
 vectors, so retrieval still ranks by shared words) and `/v1/models`. It runs in a thread of the process that starts
 it; `fake_llm_server()` gives its base URL.
+
+Given `tools`, it calls the first one (arguments: the user's last message as `question`), streamed as OpenAI streams
+tool calls; once the last message is a tool's result, it answers TOOL_ANSWERED in words. The latest chat
+completion requests are kept in `RECEIVED`, so a test can check what reached the model.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import re
 import threading
 import time
 import zlib
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,6 +45,9 @@ ANSWERS = {
     PROMOTION_SYSTEM: {**PROFILE_ANSWER, **KNOWLEDGE_ANSWER},
 }
 NEW_PAGES = re.compile(r"^New pages \((\d+)\):$", re.MULTILINE)
+TOOL_CALL_ID = "call_fake_1"
+TOOL_ANSWERED = "I have the tool's answer now."
+RECEIVED: deque[dict[str, Any]] = deque(maxlen=50)  # the latest chat completion requests, oldest first
 
 
 def completion_text(request: dict[str, Any]) -> str:
@@ -51,7 +59,19 @@ def completion_text(request: dict[str, Any]) -> str:
         return json.dumps({"pages": [CHAIN_ANSWER] * int(count.group(1) if count else 1)})
     if system in ANSWERS:
         return json.dumps(ANSWERS[system])
+    if messages and messages[-1].get("role") == "tool":
+        return TOOL_ANSWERED
     return "Thanks, I will remember that."
+
+
+def tool_calls(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The call to the request's first tool, unless the last message already brings a tool's result."""
+    messages, tools = request.get("messages") or [], request.get("tools") or []
+    if not tools or (messages and messages[-1].get("role") == "tool"):
+        return []
+    question = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
+    function = {"name": tools[0]["function"]["name"], "arguments": json.dumps({"question": question})}
+    return [{"id": TOOL_CALL_ID, "type": "function", "function": function}]
 
 
 def embedding(text: str) -> list[float]:
@@ -64,14 +84,19 @@ def embedding(text: str) -> list[float]:
 
 
 def _completion(request: dict[str, Any]) -> dict[str, Any]:
-    text = completion_text(request)
+    calls = tool_calls(request)
+    text = "" if calls else completion_text(request)
+    message: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        message["tool_calls"] = calls
+    tokens = len(text or json.dumps(calls)) // 4
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request.get("model", MODEL),
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 10, "completion_tokens": len(text) // 4, "total_tokens": 10 + len(text) // 4},
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": tokens, "total_tokens": 10 + tokens},
     }
 
 
@@ -80,6 +105,22 @@ def _embeddings(request: dict[str, Any]) -> dict[str, Any]:
     texts = [texts] if isinstance(texts, str) else texts
     data = [{"object": "embedding", "index": i, "embedding": embedding(t)} for i, t in enumerate(texts)]
     return {"object": "list", "data": data, "model": request.get("model", MODEL), "usage": {"prompt_tokens": 0}}
+
+
+def _deltas(message: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """A message as streamed deltas: its text a word at a time; each tool call as OpenAI sends it, the id, type and
+    name first with empty arguments, then the arguments in pieces."""
+    if message.get("content"):
+        words = message["content"].split(" ")
+        for index, word in enumerate(words):
+            yield {"content": word if index == len(words) - 1 else f"{word} "}
+    for index, call in enumerate(message.get("tool_calls") or []):
+        function = call["function"]
+        head = {"index": index, "id": call["id"], "type": "function"}
+        yield {"tool_calls": [head | {"function": {"name": function["name"], "arguments": ""}}]}
+        arguments = function["arguments"]
+        for start in range(0, len(arguments), 8):
+            yield {"tool_calls": [{"index": index, "function": {"arguments": arguments[start : start + 8]}}]}
 
 
 class FakeOpenAIHandler(BaseHTTPRequestHandler):
@@ -106,12 +147,11 @@ class FakeOpenAIHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
         base = {key: completion[key] for key in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
-        words = completion["choices"][0]["message"]["content"].split(" ")
-        for index, word in enumerate(words):
-            piece = word if index == len(words) - 1 else f"{word} "
-            self._event(base | {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+        choice = completion["choices"][0]
+        for delta in _deltas(choice["message"]):
+            self._event(base | {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
             time.sleep(STREAM_DELAY)
-        self._event(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        self._event(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]})
         self._event(base | {"choices": [], "usage": completion["usage"]})
         self.wfile.write(b"data: [DONE]\n\n")
 
@@ -128,6 +168,8 @@ class FakeOpenAIHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         request = json.loads(self.rfile.read(length) or b"{}")
+        if self.path.endswith("/chat/completions"):
+            RECEIVED.append(request)
         if self.path.endswith("/chat/completions") and request.get("stream"):
             self._stream(_completion(request))
         elif self.path.endswith("/chat/completions"):

@@ -8,6 +8,17 @@ block, the caller's own system text and earlier turns follow, the configured mod
 and the turn is stored and audited with the token as actor, respecting pause, erasure and deactivation as
 /api/v1/chat/ does. With `"stream": true` the answer goes out as server-sent events and the turn is stored only
 once the last piece was delivered: a client that hangs up early leaves nothing stored.
+
+Function calling passes through: `tools`, `tool_choice` and `parallel_tool_calls` reach the configured model
+unchanged, as do the assistant's `tool_calls` and the `tool` messages of the conversation; the model's tool calls
+come back in OpenAI's shape (finish_reason "tool_calls"; streamed as OpenAI's tool_calls deltas). A request ends with
+the user's message, or with a tool's result in an exchange under way; memory is retrieved for the user's last message
+on every round. What is stored as memory (see chat.services): a reply that calls tools stores nothing, not even text
+sent along with the calls; the reply that ends the exchange in words is stored as the turn, the user's last message
+and that text; tool results are never stored. Without a configured model the tool fields are refused (400).
+
+Every request field is either used here, passed to the model (sampling, limits, tools: PASSED), allowed only with its
+default (DEFAULT_ONLY: `n`, `logprobs`, `modalities`) or refused with a 400 naming it: nothing is silently ignored.
 """
 
 from __future__ import annotations
@@ -35,12 +46,56 @@ from chat.services import (
 )
 from integrations.access import assistant_for, bearer_token, principal_for_token
 from integrations.errors import Problem, problem_of
+from memory.llm import ToolCallDeltas
 from memory.services.conversation import conversation_parties
 from memory.steps import llm_configured
 
 ASSISTANT_HEADER = "X-MemoryOS-Assistant"
 OFFLINE_MODEL = "memoryos-offline"
-ROLES = ("system", "developer", "user", "assistant")
+ROLES = ("system", "developer", "user", "assistant", "tool")
+OFFLINE_TOOLS = "Tools need a configured model: this MemoryOS answers offline (no LLM_BASE_URL is set)."
+TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
+
+
+def _number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _stop(value) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+
+
+def _tools(value) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(tool, dict) and isinstance(tool.get("function"), dict) and tool["function"].get("name")
+        for tool in value
+    )
+
+
+# The request's fields: the proxy's own; passed to the model as they are (each with a check of its type); and
+# allowed only with their default value, since the proxy answers with one text choice and no log probabilities.
+# Any other field is refused rather than ignored. `user` is the end user's external id: it is not sent on.
+CONSUMED = frozenset({"model", "messages", "user", "stream", "stream_options"})
+PASSED = {
+    "temperature": _number,
+    "top_p": _number,
+    "max_tokens": _count,
+    "max_completion_tokens": _count,
+    "stop": _stop,
+    "seed": lambda value: isinstance(value, int) and not isinstance(value, bool),
+    "presence_penalty": _number,
+    "frequency_penalty": _number,
+    "logit_bias": lambda value: isinstance(value, dict),
+    "response_format": lambda value: isinstance(value, dict),
+    "tools": _tools,
+    "tool_choice": lambda value: isinstance(value, str | dict),
+    "parallel_tool_calls": lambda value: isinstance(value, bool),
+}
+DEFAULT_ONLY = {"n": 1, "logprobs": False, "modalities": ["text"]}
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -51,11 +106,13 @@ ERROR_TYPES = {
 
 
 class BadRequest(Exception):
-    """The request does not follow OpenAI's chat completion shape; `param` names the field."""
+    """The request does not follow OpenAI's chat completion shape, or asks what the proxy cannot do; `param` names
+    the field, `code` says which of the two."""
 
-    def __init__(self, message: str, param: str | None = None) -> None:
+    def __init__(self, message: str, param: str | None = None, code: str = "invalid_request") -> None:
         super().__init__(message)
         self.param = param
+        self.code = code
 
 
 def error_response(
@@ -73,7 +130,7 @@ def error_response(
 
 def _problem_response(exc: Exception) -> JsonResponse:
     if isinstance(exc, BadRequest):
-        return error_response(400, "invalid_request", str(exc), exc.param)
+        return error_response(400, exc.code, str(exc), exc.param)
     problem: Problem | None = problem_of(exc)
     if problem is None:
         raise exc
@@ -139,6 +196,8 @@ def _draft(request: HttpRequest, principal: Principal, body: dict) -> Draft | Re
         actor=principal.actor,
         conversation=body["conversation"],
         stream=body["stream"],
+        exchange=body["exchange"],
+        options=body["options"],
     )
 
 
@@ -159,17 +218,49 @@ def _body(request: HttpRequest) -> dict:
     stream = data.get("stream", False)
     if not isinstance(stream, bool):
         raise BadRequest("`stream` must be true or false.", "stream")
+    options = model_options(data)
     messages = [_message(item, index) for index, item in enumerate(_messages(data))]
-    if messages[-1]["role"] != "user":
-        raise BadRequest("The last message must be the user's.", "messages")
+    conversation, message, exchange = _split(messages)
+    if not llm_configured():
+        _offline_check(options, exchange)
     model = data.get("model")
     return {
         "user": user.strip(),
         "stream": stream,
-        "message": messages[-1]["content"],
-        "conversation": messages[:-1],
+        "message": message,
+        "conversation": conversation,
+        "exchange": exchange,
+        "options": options,
         "model": model if isinstance(model, str) and model else model_name(),
     }
+
+
+def _offline_check(options: dict, exchange: list[dict]) -> None:
+    """Refuse what only a model can answer: the tool fields, and a conversation that ends with a tool's result."""
+    asked = next((name for name in TOOL_FIELDS if name in options), None)
+    if asked or exchange:
+        raise BadRequest(OFFLINE_TOOLS, asked or "messages", "unsupported_parameter")
+
+
+def model_options(data: dict) -> dict:
+    """The request's fields for the model, checked: the passed ones as they are (max_completion_tokens as
+    max_tokens, which local servers understand); raises BadRequest for a field this proxy cannot honour."""
+    for name, value in data.items():
+        if name in CONSUMED or name in PASSED:
+            continue
+        if name in DEFAULT_ONLY:
+            if value not in (None, DEFAULT_ONLY[name]):
+                message = f"`{name}` is not supported: only {json.dumps(DEFAULT_ONLY[name])} (the default) is."
+                raise BadRequest(message, name, "unsupported_value")
+            continue
+        raise BadRequest(f"`{name}` is not supported by the MemoryOS proxy.", name, "unsupported_parameter")
+    options = {name: data[name] for name in PASSED if data.get(name) is not None}
+    for name, value in options.items():
+        if not PASSED[name](value):
+            raise BadRequest(f"`{name}` has a value of the wrong type.", name, "invalid_value")
+    if "max_completion_tokens" in options:
+        options["max_tokens"] = options.pop("max_completion_tokens")
+    return options
 
 
 def _messages(data: dict) -> list:
@@ -180,19 +271,50 @@ def _messages(data: dict) -> list:
 
 
 def _message(item, index: int) -> dict:
-    """One message as {role, content}: developer counts as system, text parts are joined, other parts refused."""
+    """One message for the model: developer counts as system, text parts are joined, an assistant's tool calls and
+    a tool's call id are kept as sent; other roles and other parts (images, audio, files) are refused."""
     param = f"messages.{index}"
     if not isinstance(item, dict) or item.get("role") not in ROLES:
         raise BadRequest(f"Each message needs a role: one of {', '.join(ROLES)}.", f"{param}.role")
-    content = item.get("content")
-    if isinstance(content, list):
-        if not all(isinstance(part, dict) and part.get("type") == "text" for part in content):
-            raise BadRequest("Only text content is supported.", f"{param}.content")
-        content = "".join(str(part.get("text", "")) for part in content)
-    if not isinstance(content, str):
-        raise BadRequest("Each message needs its text in `content`.", f"{param}.content")
     role = "system" if item["role"] == "developer" else item["role"]
+    content = _text(item.get("content"), param)
+    if role == "assistant" and item.get("tool_calls") is not None:
+        if not isinstance(item["tool_calls"], list) or not all(isinstance(c, dict) for c in item["tool_calls"]):
+            raise BadRequest("`tool_calls` must be a list of tool calls.", f"{param}.tool_calls")
+        return {"role": role, "content": content, "tool_calls": item["tool_calls"]}
+    if content is None:
+        raise BadRequest("Each message needs its text in `content`.", f"{param}.content")
+    if role == "tool":
+        if not isinstance(item.get("tool_call_id"), str) or not item["tool_call_id"]:
+            raise BadRequest("A tool's message names the call it answers in `tool_call_id`.", f"{param}.tool_call_id")
+        return {"role": role, "tool_call_id": item["tool_call_id"], "content": content}
     return {"role": role, "content": content}
+
+
+def _text(content, param: str) -> str | None:
+    """A message's content as text: a string, or its text parts joined; None when it has none."""
+    if content is None or isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise BadRequest("Each message needs its text in `content`.", f"{param}.content")
+    for number, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind != "text":
+            message = f"Content parts of type {json.dumps(kind)} are not supported: the proxy sends text only."
+            raise BadRequest(message, f"{param}.content.{number}", "unsupported_value")
+    return "".join(str(part.get("text", "")) for part in content)
+
+
+def _split(messages: list[dict]) -> tuple[list[dict], str, list[dict]]:
+    """The conversation before the user's last message, that message, and the tool exchange after it (the model's
+    tool calls and their results, ending with a result), or BadRequest when the messages end otherwise."""
+    last = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=None)
+    if last is None:
+        raise BadRequest("The last message must be the user's (or a tool's result after it).", "messages")
+    exchange = messages[last + 1 :]
+    if exchange and (exchange[-1]["role"] != "tool" or any(m["role"] not in ("assistant", "tool") for m in exchange)):
+        raise BadRequest("The last message must be the user's, or a tool's result after it.", "messages")
+    return messages[:last], messages[last]["content"], exchange
 
 
 # --- The response --------------------------------------------------------------------------------------------------
@@ -206,8 +328,11 @@ def _finished(result: ReplyResult, body: dict) -> HttpResponse:
     if result.failed:
         return error_response(502, "generation_failed", f"The reply could not be generated: {result.reply.error}")
     reply = result.reply
-    message = {"role": "assistant", "content": result.text}
-    choice = {"index": 0, "message": message, "finish_reason": "stop", "logprobs": None}
+    message = {"role": "assistant", "content": result.text or None}
+    if result.tool_calls:
+        message["tool_calls"] = list(result.tool_calls)
+    finish = "tool_calls" if result.tool_calls else "stop"
+    choice = {"index": 0, "message": message, "finish_reason": finish, "logprobs": None}
     completion = _envelope(result.reply.pk, body, "chat.completion") | {"choices": [choice], "usage": _usage(reply)}
     return JsonResponse(completion)
 
@@ -260,8 +385,10 @@ class _Delivery:
         try:
             yield _event(envelope | {"choices": [_delta({"role": "assistant", "content": ""})]})
             for piece in reply_pieces(draft=self.draft):
-                yield _event(envelope | {"choices": [_delta({"content": piece})]})
-            yield _event(envelope | {"choices": [_delta({}, finish="stop")]})
+                delta = {"tool_calls": list(piece.deltas)} if isinstance(piece, ToolCallDeltas) else {"content": piece}
+                yield _event(envelope | {"choices": [_delta(delta)]})
+            finish = "tool_calls" if self.draft.generated.tool_calls else "stop"
+            yield _event(envelope | {"choices": [_delta({}, finish=finish)]})
         except GenerationFailed as exc:
             self.settled = True  # reply_pieces marked it failed already
             yield _event(_error_event("generation_failed", f"The reply could not be generated: {exc}"))

@@ -1,8 +1,9 @@
 """The kinds of memory item people change by hand (page, segment, knowledge, profile version), in one table.
 
 Each kind names its model, what people call it, its flags, the fields its update service edits, how to find one in
-a tenant, and its update and forget services. The console's actions and buttons, the API's item routes and the
-404 messages of both read this table: adding a flag or a kind means changing it and its services, nothing else.
+a tenant, its update and forget services, and (facts and profile versions) its review service. The console's
+actions, buttons and review queue, the API's item and review routes and the 404 messages of both read this table:
+adding a flag or a kind means changing it and its services, nothing else.
 The services themselves need no table: an item knows its kind (`item_kind`) and its owner (`end_user`).
 """
 
@@ -15,7 +16,7 @@ from django.db.models import Model
 
 from memory.models import KnowledgeEntry, Page, ProfileVersion, Segment
 from memory.selectors.items import knowledge_get, page_get, profile_version_get, segment_get
-from memory.services import forgetting, governance
+from memory.services import forgetting, governance, review
 from memory.services.forgetting import ForgetImpact
 from memory.services.governance import FLAG_VERBS
 
@@ -37,6 +38,11 @@ class ItemKind:
     update: Callable[..., bool]
     forget: Callable[..., ForgetImpact]
     impact: Callable[..., ForgetImpact]  # what forget would do, computed by the same plan, changing nothing
+    review: Callable[..., Model] | None = None  # approve, edit and approve, or reject one awaiting review
+
+    @property
+    def reviewable(self) -> bool:
+        return self.review is not None
 
     @property
     def actions(self) -> tuple[str, ...]:
@@ -55,6 +61,10 @@ class ItemKind:
 
     def item_forget(self, item: Model, **who) -> ForgetImpact:
         return self.forget(**{self.param: item}, **who)
+
+    def item_review(self, item: Model, **decision) -> Model:
+        """Call the review service with the decision (decision, text, reason, actor, request_id)."""
+        return self.review(**{self.param: item}, **decision)
 
     def item_impact(self, item: Model) -> ForgetImpact:
         """What forgetting `item` would remove, re-derive and redact (a dry run)."""
@@ -99,6 +109,7 @@ ITEM_KINDS = {
             update=governance.knowledge_update,
             forget=governance.knowledge_forget,
             impact=forgetting.knowledge_forget_impact,
+            review=review.knowledge_review,
         ),
         ItemKind(
             name="profile_version",
@@ -111,6 +122,7 @@ ITEM_KINDS = {
             update=governance.profile_version_update,
             forget=governance.profile_version_forget,
             impact=forgetting.profile_version_forget_impact,
+            review=review.profile_version_review,
         ),
     )
 }

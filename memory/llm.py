@@ -3,6 +3,9 @@
 `build_client()` makes the OpenAI-compatible client (also used by the embeddings endpoint); `LLMClient.complete()`
 sends one chat completion and returns a plain `LLMReply`, or raises `LLMError`, never returning an error's text as a
 reply. The rest of the project asks `get_llm()` for the process's client; tests replace it with `use_llm()`.
+
+`options` carries request fields the caller passes to the model unchanged (the memory proxy's tools, tool_choice,
+top_p, stop, seed...); a reply may then be tool calls instead of text, returned in OpenAI's shape as plain dicts.
 """
 
 from __future__ import annotations
@@ -42,11 +45,20 @@ def build_client(*, base_url: str, api_key: str) -> openai.OpenAI:
 
 @dataclass(frozen=True)
 class LLMReply:
-    """The text of one completion and the tokens it cost."""
+    """The text of one completion and the tokens it cost; `tool_calls` (OpenAI's shape) when the model called tools,
+    the text then being empty or a preamble."""
 
     text: str
     prompt_tokens: int
     completion_tokens: int
+    tool_calls: tuple[dict, ...] = ()
+
+
+@dataclass(frozen=True)
+class ToolCallDeltas:
+    """One streamed chunk's `delta.tool_calls`, as OpenAI sends them (index, and id, type, name, argument pieces)."""
+
+    deltas: tuple[dict, ...]
 
 
 class LLMError(Exception):
@@ -78,12 +90,23 @@ class LLM(Protocol):
     """What the rest of the project needs from a language model (LLMClient, or a fake in tests)."""
 
     def complete(
-        self, messages: list[dict], *, json_mode: bool = False, max_tokens: int | None = None, temperature: float = 0.2
+        self,
+        messages: list[dict],
+        *,
+        json_mode: bool = False,
+        max_tokens: int | None = None,
+        temperature: float = 0.2,
+        options: dict | None = None,
     ) -> LLMReply: ...
 
     def stream(
-        self, messages: list[dict], *, max_tokens: int | None = None, temperature: float = 0.2
-    ) -> Iterator[str | LLMReply]: ...
+        self,
+        messages: list[dict],
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.2,
+        options: dict | None = None,
+    ) -> Iterator[str | ToolCallDeltas | LLMReply]: ...
 
 
 class LLMClient:
@@ -101,67 +124,105 @@ class LLMClient:
         return cls(build_client(base_url=settings.LLM_BASE_URL, api_key=settings.LLM_API_KEY), model=settings.LLM_MODEL)
 
     def complete(
-        self, messages: list[dict], *, json_mode: bool = False, max_tokens: int | None = None, temperature: float = 0.2
+        self,
+        messages: list[dict],
+        *,
+        json_mode: bool = False,
+        max_tokens: int | None = None,
+        temperature: float = 0.2,
+        options: dict | None = None,
     ) -> LLMReply:
         """One chat completion (the client itself retries transport errors LLM_MAX_RETRIES times).
 
-        Raises LLMError for every failure, an empty answer and a refusal included.
+        `options` go into the request as they are. Raises LLMError for every failure, an empty answer (no text and
+        no tool calls) and a refusal included.
         """
-        options: dict[str, Any] = {"temperature": temperature}
+        request = _request_options(max_tokens, temperature, options)
         if json_mode:
-            options["response_format"] = {"type": "json_object"}
-        if max_tokens is not None:
-            # max_tokens rather than max_completion_tokens: local OpenAI-compatible servers all understand it.
-            options["max_tokens"] = max_tokens
+            request["response_format"] = {"type": "json_object"}
         try:
-            completion = self.client.chat.completions.create(model=self.model, messages=messages, **options)
+            completion = self.client.chat.completions.create(model=self.model, messages=messages, **request)
         except openai.OpenAIError as exc:
             raise _error_from(exc) from exc
         return _reply_from(completion)
 
     def stream(
-        self, messages: list[dict], *, max_tokens: int | None = None, temperature: float = 0.2
-    ) -> Iterator[str | LLMReply]:
-        """One streamed chat completion: its text pieces as they arrive, then one LLMReply with the whole text and
-        the tokens it cost (0 when the server sends no usage). Raises LLMError for every failure, an empty answer
-        included; pieces already yielded are then not a reply."""
-        options: dict[str, Any] = {"temperature": temperature, "stream": True}
-        options["stream_options"] = {"include_usage": True}
-        if max_tokens is not None:
-            options["max_tokens"] = max_tokens
+        self,
+        messages: list[dict],
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.2,
+        options: dict | None = None,
+    ) -> Iterator[str | ToolCallDeltas | LLMReply]:
+        """One streamed chat completion: its text pieces and tool call deltas as they arrive, then one LLMReply with
+        the whole text, the assembled tool calls and the tokens it cost (0 when the server sends no usage). Raises
+        LLMError for every failure, an empty answer included; pieces already yielded are then not a reply."""
+        request = _request_options(max_tokens, temperature, options)
+        request |= {"stream": True, "stream_options": {"include_usage": True}}
         pieces: list[str] = []
+        calls: dict[int, dict] = {}
         prompt_tokens = completion_tokens = 0
         try:
-            for chunk in self.client.chat.completions.create(model=self.model, messages=messages, **options):
+            for chunk in self.client.chat.completions.create(model=self.model, messages=messages, **request):
                 if chunk.usage:
                     prompt_tokens, completion_tokens = chunk.usage.prompt_tokens, chunk.usage.completion_tokens
-                piece = chunk.choices[0].delta.content if chunk.choices else None
-                if piece:
-                    pieces.append(piece)
-                    yield piece
+                delta = chunk.choices[0].delta if chunk.choices else None
+                if delta and delta.tool_calls:
+                    deltas = tuple(call.model_dump(exclude_none=True) for call in delta.tool_calls)
+                    _tool_calls_merge(calls, deltas)
+                    yield ToolCallDeltas(deltas)
+                if delta and delta.content:
+                    pieces.append(delta.content)
+                    yield delta.content
         except openai.OpenAIError as exc:
             raise _error_from(exc) from exc
         text = "".join(pieces)
-        if not text.strip():
+        if not text.strip() and not calls:
             raise LLMError("the LLM returned an empty answer", retryable=True)
-        yield LLMReply(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+        tool_calls = tuple(calls[index] for index in sorted(calls))
+        yield LLMReply(text, prompt_tokens, completion_tokens, tool_calls)
+
+
+def _request_options(max_tokens: int | None, temperature: float, options: dict | None) -> dict[str, Any]:
+    """The request's keyword arguments: the caller's options, over the temperature and token limit given."""
+    request: dict[str, Any] = {"temperature": temperature}
+    if max_tokens is not None:
+        # max_tokens rather than max_completion_tokens: local OpenAI-compatible servers all understand it.
+        request["max_tokens"] = max_tokens
+    return request | (options or {})
+
+
+def _tool_calls_merge(calls: dict[int, dict], deltas: tuple[dict, ...]) -> None:
+    """Add one chunk's tool call deltas to the calls assembled so far: the first delta of a call brings its id, type
+    and name, the following ones pieces of its arguments (OpenAI's streaming shape)."""
+    for delta in deltas:
+        call = calls.setdefault(delta.get("index", 0), {"id": "", "type": "function", "function": {}})
+        call["id"] = delta.get("id") or call["id"]
+        call["type"] = delta.get("type") or call["type"]
+        function = delta.get("function") or {}
+        if function.get("name"):
+            call["function"]["name"] = function["name"]
+        call["function"]["arguments"] = call["function"].get("arguments", "") + (function.get("arguments") or "")
 
 
 def _reply_from(completion: Any) -> LLMReply:
-    """The LLMReply for a ChatCompletion; an answer with no text is an error, never an empty reply."""
+    """The LLMReply for a ChatCompletion; an answer with neither text nor tool calls is an error, never an empty
+    reply."""
     if not completion.choices:
         raise LLMError("the LLM returned no choices", retryable=True)
     message = completion.choices[0].message
     if getattr(message, "refusal", None):
         raise LLMError("the LLM refused to answer", retryable=False)
-    text = message.content
-    if not text or not text.strip():
+    text = message.content or ""
+    tool_calls = tuple(call.model_dump(exclude_none=True) for call in getattr(message, "tool_calls", None) or ())
+    if not text.strip() and not tool_calls:
         raise LLMError("the LLM returned an empty answer", retryable=True)
     usage = completion.usage  # some local servers send none
     return LLMReply(
         text=text,
         prompt_tokens=usage.prompt_tokens if usage else 0,
         completion_tokens=usage.completion_tokens if usage else 0,
+        tool_calls=tool_calls,
     )
 
 

@@ -8,15 +8,21 @@ a phone number).
 
 Masks name the category only, except a card's, which keeps the last four digits so that a reply can still say
 "your card ending 4242".
+
+Government-id patterns are the tenant's own regular expressions, so they run on the `regex` package with a time limit:
+a pattern is refused when saved if it backtracks catastrophically on probe texts (`government_id_patterns_check`), and
+one that still runs out of time on a real text fails closed (`Detector.find`: the text it could not check is withheld).
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import phonenumbers
+import regex
 
 EMAIL, PHONE, CARD, IBAN, GOVERNMENT_ID, SECRET = "email", "phone", "card", "iban", "government_id", "secret"
 CATEGORIES: tuple[str, ...] = (EMAIL, PHONE, CARD, IBAN, GOVERNMENT_ID, SECRET)
@@ -37,6 +43,16 @@ DEFAULT_GOVERNMENT_ID_PATTERNS = (
 )
 MAX_PATTERN_LENGTH = 300
 MAX_PATTERNS = 20
+# Seconds one government-id pattern may spend on one text (or, after a timeout, on one line of it), and in all on
+# the lines of one text: ordinary patterns take microseconds, so only a backtracking one ever reaches them.
+GOVERNMENT_ID_TIMEOUT = 0.05
+GOVERNMENT_ID_TEXT_BUDGET = 0.25
+# What replaces text that a government-id pattern ran out of time on: it was not checked, so it is not kept.
+WITHHELD_MASK = "[withheld: government-id check timed out]"
+# Saving a pattern runs it on texts made to trip backtracking (a long run of one character, then one that fails).
+PROBE_TIMEOUT = 0.05
+PROBE_LENGTH = 2000
+PROBE_CHARACTERS = "aA1 -._\t"
 
 EMAIL_RE = re.compile(r"(?<![\w.+'-])[A-Za-z0-9][A-Za-z0-9._%+'-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24}\b")
 CARD_RE = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
@@ -89,9 +105,12 @@ class Finding:
     start: int
     end: int
     value: str
+    timed_out_pattern: str = ""  # set when a government-id pattern ran out of time here: the span is withheld
 
     @property
     def mask(self) -> str:
+        if self.timed_out_pattern:
+            return WITHHELD_MASK
         if self.category == CARD:
             return f"[card ending {_digits(self.value)[-4:]}]"
         return "[government id]" if self.category == GOVERNMENT_ID else f"[{self.category}]"
@@ -99,17 +118,27 @@ class Finding:
 
 @dataclass(frozen=True)
 class Detector:
-    """The detectors configured for one tenant: its phone region and its government-id patterns (compiled)."""
+    """The detectors configured for one tenant: its phone region and its government-id patterns (compiled with
+    `regex`, which can stop a match that runs too long)."""
 
     region: str = "GB"
-    government_ids: tuple[re.Pattern, ...] = ()
+    government_ids: tuple[regex.Pattern, ...] = ()
 
     @classmethod
     def configured(cls, *, region: str = "GB", government_id_patterns: Iterable[str] = ()) -> Detector:
-        return cls(region=region.upper(), government_ids=tuple(re.compile(p) for p in government_id_patterns))
+        return cls(region=region.upper(), government_ids=tuple(regex.compile(p) for p in government_id_patterns))
 
     def find(self, text: str, categories: Iterable[str] = CATEGORIES) -> list[Finding]:
-        """Every finding of `categories` in `text`, in order, overlaps resolved for the more specific category."""
+        """Every finding of `categories` in `text`, in order, overlaps resolved for the more specific category.
+
+        A government-id pattern that runs out of time (GOVERNMENT_ID_TIMEOUT) on the text fails closed: the text is
+        checked again line by line, and each line it still runs out of time on (or that the text's budget leaves
+        unchecked) becomes one finding with `timed_out_pattern` set, masked as WITHHELD_MASK. So under "do not
+        store" an unchecked line is never stored, while the user's other lines are kept and redacted as usual; the
+        caller learns of it from the finding (the services audit it, so the loss is never silent). Disabling the
+        pattern instead would let the ids it exists to catch through, and holding the text for review would store
+        it first; both fail open.
+        """
         wanted = set(categories)
         found: list[Finding] = []
         for category, finder in self._finders():
@@ -135,18 +164,45 @@ class Detector:
         )
 
     def _government_ids(self, text: str) -> list[Finding]:
-        return [
-            Finding(GOVERNMENT_ID, m.start(), m.end(), m.group())
-            for pattern in self.government_ids
-            for m in pattern.finditer(text)
-            if m.end() > m.start()
-        ]
+        found: list[Finding] = []
+        for pattern in self.government_ids:
+            try:
+                found += _matches(pattern, text, 0)
+            except TimeoutError:
+                found += _line_by_line(pattern, text)
+        return found
 
     def _phones(self, text: str) -> list[Finding]:
         if sum(ch.isdigit() for ch in text) < MIN_PHONE_DIGITS:
             return []  # the matcher is the slowest detector: skip texts that cannot hold a number
         matcher = phonenumbers.PhoneNumberMatcher(text, self.region, leniency=phonenumbers.Leniency.VALID)
         return [Finding(PHONE, m.start, m.end, m.raw_string) for m in matcher]
+
+
+def _matches(pattern: regex.Pattern, text: str, offset: int) -> list[Finding]:
+    """The pattern's government ids in `text` (which starts at `offset`); TimeoutError past GOVERNMENT_ID_TIMEOUT."""
+    return [
+        Finding(GOVERNMENT_ID, offset + m.start(), offset + m.end(), m.group())
+        for m in pattern.finditer(text, timeout=GOVERNMENT_ID_TIMEOUT)
+        if m.end() > m.start()
+    ]
+
+
+def _line_by_line(pattern: regex.Pattern, text: str) -> list[Finding]:
+    """The pattern run on each line of a text it ran out of time on; a line it times out on again, and every line
+    left once GOVERNMENT_ID_TEXT_BUDGET is spent, is one withheld finding."""
+    found, offset, deadline = [], 0, time.monotonic() + GOVERNMENT_ID_TEXT_BUDGET
+    for line in text.splitlines(keepends=True):
+        content = line.rstrip("\r\n")
+        try:
+            if time.monotonic() > deadline:
+                raise TimeoutError
+            found += _matches(pattern, content, offset)
+        except TimeoutError:
+            if content.strip():
+                found.append(Finding(GOVERNMENT_ID, offset, offset + len(content), content, pattern.pattern))
+        offset += len(line)
+    return found
 
 
 def _digits(text: str) -> str:
@@ -165,7 +221,10 @@ def mask_findings(text: str, findings: Sequence[Finding]) -> str:
 
 def _without_overlaps(found: list[Finding]) -> list[Finding]:
     kept: list[Finding] = []
-    for finding in sorted(found, key=lambda f: (PRIORITY[f.category], f.start - f.end, f.start)):
+    # a withheld span (a pattern timed out on it) wins over everything: what it covers was not checked
+    for finding in sorted(
+        found, key=lambda f: (-1 if f.timed_out_pattern else PRIORITY[f.category], f.start - f.end, f.start)
+    ):
         if all(finding.end <= other.start or finding.start >= other.end for other in kept):
             kept.append(finding)
     return sorted(kept, key=lambda f: f.start)
@@ -231,7 +290,8 @@ def _secrets(text: str) -> list[Finding]:
 
 
 def government_id_patterns_check(patterns: Iterable[str]) -> list[str]:
-    """The patterns, stripped, each compiled once to prove it; raises InvalidPattern naming the bad one."""
+    """The patterns, stripped, each compiled once and run on probe texts to prove it; raises InvalidPattern naming
+    the bad one (too long, not a regular expression, matching empty text, or backtracking catastrophically)."""
     checked = [p.strip() for p in patterns if p and p.strip()]
     if len(checked) > MAX_PATTERNS:
         raise InvalidPattern(f"at most {MAX_PATTERNS} patterns")
@@ -239,9 +299,31 @@ def government_id_patterns_check(patterns: Iterable[str]) -> list[str]:
         if len(pattern) > MAX_PATTERN_LENGTH:
             raise InvalidPattern(f"the pattern {pattern[:40]!r}… is longer than {MAX_PATTERN_LENGTH} characters")
         try:
-            compiled = re.compile(pattern)
-        except re.error as exc:
+            compiled = regex.compile(pattern)
+        except regex.error as exc:
             raise InvalidPattern(f"the pattern {pattern!r} is not a valid regular expression: {exc}") from None
         if compiled.fullmatch(""):
             raise InvalidPattern(f"the pattern {pattern!r} matches empty text, so it would match everywhere")
+        _probe(compiled)
     return checked
+
+
+def _probe_texts(pattern: str) -> list[str]:
+    """Texts that make a backtracking pattern try every way to split them: long runs of one character (common ones
+    and the pattern's own letters and digits), each once as it is and once followed by a character that fails."""
+    characters = dict.fromkeys(PROBE_CHARACTERS + "".join(ch for ch in pattern if ch.isalnum()))
+    runs = [ch * PROBE_LENGTH for ch in characters] + ["a1 -" * (PROBE_LENGTH // 4)]
+    return [run + tail for run in runs for tail in ("", "!", "\n")]
+
+
+def _probe(compiled: regex.Pattern) -> None:
+    """Raise InvalidPattern when the pattern runs out of time (PROBE_TIMEOUT) on any probe text."""
+    for text in _probe_texts(compiled.pattern):
+        try:
+            compiled.search(text, timeout=PROBE_TIMEOUT)
+        except TimeoutError:
+            raise InvalidPattern(
+                f"the pattern {compiled.pattern!r} takes too long on some texts (catastrophic backtracking, as in "
+                "(a+)+ or (a|aa)+: a repetition inside a repetition that can match the same text); rewrite it "
+                "so that each character can be matched one way only"
+            ) from None

@@ -412,6 +412,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "api.schema.add_error_responses",
+        "integrations.schema.add_proxy_paths",  # after: its plain Django views have OpenAI-shaped errors
     ],
     "PATH_CONVERTER_OVERRIDES": {
         "item_id": {"type": "integer", "minimum": 1, "maximum": 999999999999999999},

@@ -45,7 +45,8 @@ class ScriptExhausted(AssertionError):
 
 
 class ScriptedLLM:
-    """Answers `complete()` with scripted replies in order: a string is the reply text, an Exception is raised.
+    """Answers `complete()` with scripted replies in order: a string is the reply text, an LLMReply is returned as it
+    is (tool calls, say), an Exception is raised.
 
     Records every request: `.calls` holds each `messages` list received, `.requests` also the keyword options.
     """
@@ -60,24 +61,45 @@ class ScriptedLLM:
         return len(self.replies) - len(self.calls)
 
     def complete(
-        self, messages: list[dict], *, json_mode: bool = False, max_tokens: int | None = None, temperature: float = 0.2
+        self,
+        messages: list[dict],
+        *,
+        json_mode: bool = False,
+        max_tokens: int | None = None,
+        temperature: float = 0.2,
+        options: dict | None = None,
     ) -> LLMReply:
         recorded = copy.deepcopy(messages)
         self.calls.append(recorded)
         self.requests.append(
-            {"messages": recorded, "json_mode": json_mode, "max_tokens": max_tokens, "temperature": temperature}
+            {
+                "messages": recorded,
+                "json_mode": json_mode,
+                "max_tokens": max_tokens,
+                "temperature": temperature,
+                "options": options or {},
+            }
         )
         if len(self.calls) > len(self.replies):
             raise ScriptExhausted(f"the LLM was called {len(self.calls)} times; the script has {len(self.replies)}")
         reply = self.replies[len(self.calls) - 1]
         if isinstance(reply, Exception):
             raise reply
+        if isinstance(reply, LLMReply):
+            return reply
         prompt = sum(len(str(message.get("content", ""))) for message in messages)
         return LLMReply(text=reply, prompt_tokens=prompt // 4, completion_tokens=len(reply) // 4)
 
-    def stream(self, messages: list[dict], *, max_tokens: int | None = None, temperature: float = 0.2):
+    def stream(
+        self,
+        messages: list[dict],
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.2,
+        options: dict | None = None,
+    ):
         """The next scripted reply, word by word, then its LLMReply (as LLMClient.stream)."""
-        reply = self.complete(messages, max_tokens=max_tokens, temperature=temperature)
+        reply = self.complete(messages, max_tokens=max_tokens, temperature=temperature, options=options)
         words = reply.text.split(" ")
         for index, word in enumerate(words):
             yield word if index == len(words) - 1 else f"{word} "

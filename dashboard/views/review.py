@@ -11,19 +11,16 @@ from django.views.decorators.http import require_GET, require_POST
 
 from dashboard.console import actor_of, console_or_404, get_or_404, request_id_of
 from dashboard.forms import ReviewForm
+from memory.items import ITEM_KINDS
 from memory.roles import Permission
-from memory.selectors.items import knowledge_get, profile_version_get
 from memory.selectors.review import pending_knowledge_list, pending_profile_version_list
 from memory.services.governance import GovernanceError
-from memory.services.review import knowledge_review, profile_version_review
 from memory.services.turns import EndUserClosed
 
 SHOWN = 100  # the oldest pending items of each kind; the page says how many more wait
 
-REVIEWS = {
-    "knowledge": (knowledge_get, knowledge_review, "entry"),
-    "profile": (profile_version_get, profile_version_review, "version"),
-}
+# The URL's word for each reviewable kind of the registry (memory.items), which names its selector and service.
+REVIEWS = {"knowledge": ITEM_KINDS["knowledge"], "profile": ITEM_KINDS["profile_version"]}
 
 
 @require_GET
@@ -48,8 +45,8 @@ def review_decide(request: HttpRequest, slug: str, kind: str, item_id: int) -> H
     console = console_or_404(request, slug, Permission.GOVERN)
     if kind not in REVIEWS:
         raise Http404("No such kind of memory")
-    selector, service, argument = REVIEWS[kind]
-    item = get_or_404(selector, tenant=console.tenant, id=item_id)
+    item_kind = REVIEWS[kind]
+    item = get_or_404(item_kind.get, tenant=console.tenant, id=item_id)
     form = ReviewForm(request.POST)
     if not form.is_valid():
         messages.error(request, "Choose approve or reject.")
@@ -58,7 +55,7 @@ def review_decide(request: HttpRequest, slug: str, kind: str, item_id: int) -> H
     text = data["text"] if data["decision"] == "approve" and data["text"].strip() else None
     who = {"actor": actor_of(request), "reason": data["reason"], "request_id": request_id_of(request)}
     try:
-        service(**{argument: item}, decision=data["decision"], text=text, **who)
+        item_kind.item_review(item, decision=data["decision"], text=text, **who)
     except GovernanceError as exc:
         messages.error(request, f"Nothing was changed: {exc}.")
     except EndUserClosed:

@@ -11,10 +11,17 @@ SOURCE_PAGES = Prefetch(
 )
 
 
-def pending_knowledge_list(*, tenant: Tenant) -> QuerySet[KnowledgeEntry]:
-    """The tenant's facts awaiting review, oldest first, with their owner and source turns (three queries)."""
+def _of_user(items: QuerySet, user_external_id: str | None) -> QuerySet:
+    return items if user_external_id is None else items.filter(end_user__external_id=user_external_id)
+
+
+def pending_knowledge_list(*, tenant: Tenant, user_external_id: str | None = None) -> QuerySet[KnowledgeEntry]:
+    """The tenant's (or one of its users') facts awaiting review, oldest first, with their owner and source turns
+    (three queries)."""
     return (
-        KnowledgeEntry.objects.filter(end_user__tenant=tenant, review_state=ReviewState.PENDING)
+        _of_user(
+            KnowledgeEntry.objects.filter(end_user__tenant=tenant, review_state=ReviewState.PENDING), user_external_id
+        )
         .select_related("end_user", "assistant")
         .prefetch_related(SOURCE_PAGES)
         .without_vectors()
@@ -22,10 +29,13 @@ def pending_knowledge_list(*, tenant: Tenant) -> QuerySet[KnowledgeEntry]:
     )
 
 
-def pending_profile_version_list(*, tenant: Tenant) -> QuerySet[ProfileVersion]:
-    """The tenant's profile versions awaiting review, oldest first, with their owner and source turns."""
+def pending_profile_version_list(*, tenant: Tenant, user_external_id: str | None = None) -> QuerySet[ProfileVersion]:
+    """The tenant's (or one of its users') profile versions awaiting review, oldest first, with their owner and
+    source turns."""
     return (
-        ProfileVersion.objects.filter(end_user__tenant=tenant, review_state=ReviewState.PENDING)
+        _of_user(
+            ProfileVersion.objects.filter(end_user__tenant=tenant, review_state=ReviewState.PENDING), user_external_id
+        )
         .select_related("end_user")
         .prefetch_related(SOURCE_PAGES)
         .order_by("created_at", "id")

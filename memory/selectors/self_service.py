@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Count, Q, QuerySet
+from django.core import paginator
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from memory.models import Assistant, ChatReply, EndUser, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
 from memory.models.tiers import KnowledgeKind
@@ -147,17 +149,30 @@ def _in_bulk(queryset: QuerySet, ids: set[int]) -> dict:
 
 # --- "What do you remember about me" -------------------------------------------------------------------------------
 
+MEMORY_PER_PAGE = 25  # topics, facts and earlier profile versions per page: each row carries its own controls
+
+
+@dataclass(frozen=True)
+class MemoryPages:
+    """Which page of each paged list the end user asked for, as given (a bad or too high number still gives a page)."""
+
+    topics: int | str | None = 1
+    facts: int | str | None = 1
+    versions: int | str | None = 1
+
 
 @dataclass
 class Remembered:
-    """Everything the assistant remembers about one end user, as the end user sees it."""
+    """What the assistant remembers about one end user, as the end user sees it: a page of each list that grows.
+
+    `facts`, `segments` and `earlier_profiles` are Django pages; their paginators' counts are the true totals.
+    """
 
     space: MemorySpace | None
     profile: ProfileVersion | None
-    earlier_profiles: list[ProfileVersion]
-    user_knowledge: list[KnowledgeEntry]
-    assistant_knowledge: list[KnowledgeEntry]
-    segments: list[Segment]
+    earlier_profiles: paginator.Page
+    facts: paginator.Page
+    segments: paginator.Page
     recent_pages: list[Page]
 
     @property
@@ -165,32 +180,58 @@ class Remembered:
         return bool(self.space and self.space.paused)
 
     @property
+    def user_knowledge(self) -> list[KnowledgeEntry]:
+        return [k for k in self.facts if k.kind == KnowledgeKind.USER]
+
+    @property
+    def assistant_knowledge(self) -> list[KnowledgeEntry]:
+        return [k for k in self.facts if k.kind == KnowledgeKind.ASSISTANT]
+
+    @property
     def empty(self) -> bool:
-        return not (
-            self.profile or self.user_knowledge or self.assistant_knowledge or self.segments or self.recent_pages
-        )
+        counts = (self.facts.paginator.count, self.segments.paginator.count)
+        return not (self.profile or any(counts) or self.recent_pages)
 
 
-def remembered_for(*, end_user: EndUser, assistant: Assistant, recent_limit: int = 20) -> Remembered:
-    """The profile (and its earlier versions), the facts, the topics with their turns, and the latest turns.
+def _page_of(rows: QuerySet, number: int | str | None, per_page: int) -> paginator.Page:
+    """One page of `rows` read once (the count, then the page's rows); a bad number gives the first page, a number
+    past the end the last."""
+    page = paginator.Paginator(rows, per_page).get_page(number)
+    page.object_list = list(page.object_list) if page.paginator.count else []
+    return page
+
+
+def remembered_for(
+    *,
+    end_user: EndUser,
+    assistant: Assistant,
+    pages: MemoryPages = MemoryPages(),
+    per_page: int = MEMORY_PER_PAGE,
+    recent_limit: int = 20,
+) -> Remembered:
+    """The profile and a page of its earlier versions, a page of facts and of topics (newest first), the latest
+    turns; a fixed number of queries however much is remembered (pinned in tests/chat/test_memory_paging.py).
 
     User knowledge and the profile belong to the user across assistants; assistant knowledge, topics and turns to
-    this assistant only.
+    this assistant only. A topic's turns are read when its section is opened (topic_pages).
     """
     space = space_find(end_user=end_user, assistant=assistant)
-    profiles = list(ProfileVersion.objects.filter(end_user=end_user).order_by("-number"))
-    knowledge = list(
+    versions = ProfileVersion.objects.filter(end_user=end_user).order_by("-number")
+    profile = versions.first()
+    earlier = versions.exclude(pk=profile.pk) if profile else versions.none()
+    knowledge = (
         KnowledgeEntry.objects.filter(end_user=end_user)
         .filter(Q(kind=KnowledgeKind.USER) | Q(kind=KnowledgeKind.ASSISTANT, assistant=assistant))
         .without_vectors()
         .order_by("-created_at", "-id")
     )
-    segments, recent = [], []
+    segments, recent = Segment.objects.none(), []
     if space is not None:
-        # a topic's turns are read when its section is opened (topic_pages): a full memory holds ~6,000 of them
-        segments = list(
+        # each topic's turns counted by a subquery, not a join, so counting the topics reads no turn
+        turns = Page.objects.filter(segment=OuterRef("pk")).order_by().values("segment").annotate(n=Count("pk"))
+        segments = (
             Segment.objects.filter(space=space)
-            .annotate(page_count=Count("pages"))
+            .annotate(page_count=Coalesce(Subquery(turns.values("n"), output_field=IntegerField()), 0))
             .without_vectors()
             .order_by("-last_touched_at", "-id")
         )
@@ -202,11 +243,10 @@ def remembered_for(*, end_user: EndUser, assistant: Assistant, recent_limit: int
         )
     return Remembered(
         space=space,
-        profile=profiles[0] if profiles else None,
-        earlier_profiles=profiles[1:],
-        user_knowledge=[k for k in knowledge if k.kind == KnowledgeKind.USER],
-        assistant_knowledge=[k for k in knowledge if k.kind == KnowledgeKind.ASSISTANT],
-        segments=segments,
+        profile=profile,
+        earlier_profiles=_page_of(earlier, pages.versions, per_page),
+        facts=_page_of(knowledge, pages.facts, per_page),
+        segments=_page_of(segments, pages.topics, per_page),
         recent_pages=recent,
     )
 

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memory.models import ActorKind, AuditAnchor, AuditEntry, EndUser, Tenant
+from memory.models import ActorKind, AuditAnchor, AuditEntry, EndUser, LegalHold, Tenant
 
 GENESIS = "0" * 64
 AUDIT_LOCK_NAMESPACE = 0x415544  # "AUD"
@@ -97,7 +96,7 @@ def audit_record(
     """Append one entry to the tenant's chain, inside the caller's transaction (it rolls back with the action)."""
     tenant_id = tenant if isinstance(tenant, int) else tenant.pk
     with transaction.atomic():
-        _audit_lock(tenant_id)
+        audit_lock(tenant_id)
         last = AuditEntry.objects.filter(tenant_id=tenant_id).order_by("-seq").values("seq", "hash").first()
         entry = AuditEntry(
             tenant_id=tenant_id,
@@ -169,25 +168,28 @@ def audit_verify(*, tenant: Tenant) -> ChainReport:
     return ChainReport(ok=True, checked=checked, anchored_after=anchored_after, since=since)
 
 
-def _audit_lock(tenant_id: int) -> None:
+def audit_lock(tenant_id: int) -> None:
+    """Serialise changes to the tenant's audit chain until the transaction ends: appending an entry, pruning, and
+    placing a legal hold (so that a prune reads every hold placed before it, and a hold placed after it waits)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [AUDIT_LOCK_NAMESPACE, tenant_id % 2_147_483_647])
 
 
 @transaction.atomic
-def audit_prune(
-    *, tenant: Tenant, through_seq: int, actor: Actor, reason: str, keep_subject_ids: Iterable[int] = ()
-) -> int:
+def audit_prune(*, tenant: Tenant, through_seq: int, actor: Actor, reason: str) -> int:
     """Delete the tenant's oldest entries, up to `through_seq`, keeping the rest verifiable (retention).
 
     The last removed entry's number and hash become the chain's anchor (AuditAnchor), which audit_verify starts
     from; a new entry records the anchor too, so the anchor itself is covered by the chain. The newest entry is
-    never removed (the next entry links to it), nor any entry from the first one about `keep_subject_ids` on (users
-    under legal hold). Returns how many entries were removed; 0 when nothing was older.
+    never removed (the next entry links to it), nor any entry from the first one about a user under legal hold on.
+    The holds are read under the tenant's audit lock, which `legal_hold_place` takes before it places one: a hold
+    placed before the prune is seen, however late, and one placed meanwhile waits for the prune to commit. Returns
+    how many entries were removed; 0 when nothing was older.
     """
-    _audit_lock(tenant.pk)
+    audit_lock(tenant.pk)
     newest = AuditEntry.objects.filter(tenant=tenant).order_by("-seq").values_list("seq", flat=True).first() or 0
-    kept = AuditEntry.objects.filter(tenant=tenant, subject_id__in=list(keep_subject_ids), seq__lte=through_seq)
+    held = LegalHold.objects.filter(tenant=tenant, released_at__isnull=True).values("end_user_id")
+    kept = AuditEntry.objects.filter(tenant=tenant, subject_id__in=held, seq__lte=through_seq)
     first_kept = kept.order_by("seq").values_list("seq", flat=True).first()
     through_seq = min(through_seq, newest - 1, (first_kept or newest) - 1)
     last = AuditEntry.objects.filter(tenant=tenant, seq=through_seq).values_list("hash", flat=True).first()

@@ -46,7 +46,12 @@ from memory.quotes import Quote, quote, quotes_any, quotes_of, redact, redact_js
 from memory.services.audit import Actor, audit_record, audit_tombstone_entries, audit_tombstone_target
 from memory.services.embedding_state import embedder_for_store
 from memory.services.jobs import job_claim, job_done, job_release, job_renew, jobs_due, lease_kept
-from memory.services.personal_data import personal_data_policy_get, redactor_for, review_state_for
+from memory.services.personal_data import (
+    personal_data_policy_get,
+    redactor_for,
+    review_state_for,
+    steps_for_prompts,
+)
 from memory.services.promotion import text_hash
 from memory.statements import about_user, to_user
 from memory.step_types import TurnText
@@ -634,7 +639,8 @@ def _profile_rederive(end_user_id: int) -> ProfileVersion | None:
     # only facts a reviewer let into prompts may shape the profile that goes into them
     facts = KnowledgeEntry.objects.filter(end_user_id=end_user_id, kind="user", review_state=ReviewState.APPROVED)
     turns = [TurnText(f.text, "", f.created_at) for f in facts.order_by("created_at", "id").without_vectors()]
-    text = get_steps().profile_update(profile="", pages=turns).strip() if turns else ""
+    steps = steps_for_prompts(get_steps(), tenant=current.end_user.tenant_id)  # the model never reads masked data
+    text = steps.profile_update(profile="", pages=turns).strip() if turns else ""
     policy = personal_data_policy_get(tenant=current.end_user.tenant_id)
     text = redactor_for(policy, PersonalDataAction.DO_NOT_STORE)(text)
     ProfileVersion.objects.filter(end_user_id=end_user_id, stale=True).update(stale=False)

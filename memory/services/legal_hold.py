@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memory.models import EndUser, LegalHold
-from memory.services.audit import Actor, audit_record
+from memory.services.audit import Actor, audit_lock, audit_record
 from memory.services.turns import end_user_write_lock
 
 MAX_REASON = 500
@@ -57,10 +57,12 @@ def legal_hold_place(
     *, end_user: EndUser, actor: Actor, reason: str, placed_by=None, request_id: str = ""
 ) -> LegalHold:
     """Put the end user under legal hold. Takes the user's write lock, so a forget or erasure under way finishes
-    first and any later one is refused. Raises LegalHoldError when a reason is missing or a hold is already active,
-    EndUserClosed when the user has been erased."""
+    first and any later one is refused, then the tenant's audit lock, so an audit prune under way (retention)
+    finishes first and any later one reads this hold and keeps the user's entries. Raises LegalHoldError when a
+    reason is missing or a hold is already active, EndUserClosed when the user has been erased."""
     reason = _reason(reason)
     end_user_write_lock(end_user, inactive_ok=True)
+    audit_lock(end_user.tenant_id)  # the order every writer takes them in: the user's row, then the audit chain
     if legal_hold_active(end_user=end_user) is not None:
         raise LegalHoldError("this user is already under a legal hold")
     try:

@@ -5,13 +5,17 @@ changes, reveals, and the re-scan of stored memory.
 chat, edits, promotion: they call `text_for_storage`). `mask_prompts` categories are masked in the prompt and the
 message the model sees (`text_for_prompt`); `mask_console` ones where operators read memory, unless they reveal it
 (`personal_data_reveal_record` audits that). A tenant without a policy row keeps everything.
+
+A government-id pattern that runs out of time on a text withholds the lines it could not check (see
+`Detector.find`); every such event is audited as `personal_data.pattern_timeout`, naming the pattern (never the text),
+so the tenant's operators can see what was withheld and rewrite the pattern.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from functools import lru_cache
 
@@ -37,12 +41,14 @@ from memory.models.privacy import ReviewMode, ReviewState
 from memory.personal_data import (
     CATEGORIES,
     Detector,
+    Finding,
     InvalidPattern,
     government_id_patterns_check,
     mask_findings,
 )
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
+from memory.step_types import ChainTopic, Facts, MemorySteps, PromotionFindings, TurnText, Usage
 from memory.text import text_hash
 
 POLICY_FIELDS = (*CATEGORIES, "phone_region", "government_id_patterns", "review_mode", "review_keywords")
@@ -70,23 +76,56 @@ def detector_for(policy: PersonalDataPolicy) -> Detector:
     return _detector(policy.phone_region, tuple(policy.government_id_patterns))
 
 
+def findings_in(*, tenant_id: int | None, detector: Detector, text: str, categories=CATEGORIES) -> list[Finding]:
+    """The detector's findings in `text`; a government-id pattern that ran out of time there is audited (its
+    findings withhold the lines it could not check).
+
+    The audit entry is written once the caller's transaction commits (at once outside one): callers redact before
+    they take the end user's lock, and the audit chain's lock must never be taken before it (legal_hold_place takes
+    them in that order).
+    """
+    findings = detector.find(text, categories)
+    timed_out = sorted({f.timed_out_pattern for f in findings if f.timed_out_pattern})
+    if timed_out and tenant_id is not None:
+        withheld = sum(f.end - f.start for f in findings if f.timed_out_pattern)
+        detail = {"patterns": timed_out, "withheld_characters": withheld, "text_characters": len(text)}
+        transaction.on_commit(lambda: _pattern_timeout_record(tenant_id, detail))
+    return findings
+
+
+def _pattern_timeout_record(tenant_id: int, detail: dict) -> None:
+    audit_record(
+        tenant=tenant_id,
+        actor=Actor.system("personal-data detector"),
+        action="personal_data.pattern_timeout",
+        target_type="personal_data_policy",
+        detail=detail,
+    )
+
+
 @dataclass(frozen=True)
 class Redactor:
-    """Redacts texts for one use (storing, prompting, the console) under one policy; callable on a text."""
+    """Redacts texts for one use (storing, prompting, the console) under one tenant's policy; callable on a text."""
 
     detector: Detector
     categories: frozenset[str]
+    tenant_id: int | None = None  # whose audit trail records a government-id pattern's timeout
 
     def __call__(self, text: str) -> str:
-        return self.detector.redact(text, self.categories) if self.categories and text else text
+        if not (self.categories and text):
+            return text
+        return mask_findings(text, self.find(text))
 
     def __bool__(self) -> bool:
         return bool(self.categories)
 
+    def find(self, text: str) -> list[Finding]:
+        return findings_in(tenant_id=self.tenant_id, detector=self.detector, text=text, categories=self.categories)
+
 
 def redactor_for(policy: PersonalDataPolicy, action: str) -> Redactor:
     """The redactor of every category whose action is `action` or stricter."""
-    return Redactor(detector_for(policy), policy.categories_at_least(action))
+    return Redactor(detector_for(policy), policy.categories_at_least(action), policy.tenant_id)
 
 
 def storage_redactor(*, tenant: Tenant | int) -> Redactor:
@@ -103,6 +142,76 @@ def prompt_redactor(*, tenant: Tenant | int) -> Redactor:
     return redactor_for(personal_data_policy_get(tenant=tenant), PersonalDataAction.MASK_PROMPTS)
 
 
+@dataclass(frozen=True)
+class MaskedSteps:
+    """Memory steps whose model reads every text masked by the tenant's prompt redactor: each page's two texts, the
+    chain summary it continues and the profile it updates. What the steps answer is returned as the model wrote it
+    (the caller redacts it for storage), so a masked value never reaches the model and never comes back from it."""
+
+    steps: MemorySteps
+    mask: Redactor
+
+    @property
+    def mode(self) -> str:
+        return self.steps.mode
+
+    @property
+    def usage(self) -> Usage:
+        return self.steps.usage
+
+    def _turn(self, turn: TurnText) -> TurnText:
+        return replace(turn, user_message=self.mask(turn.user_message), assistant_reply=self.mask(turn.assistant_reply))
+
+    def _turns(self, turns: list[TurnText]) -> list[TurnText]:
+        return [self._turn(turn) for turn in turns]
+
+    def chain_and_topic(
+        self, *, previous: TurnText | None, previous_chain_summary: str, page: TurnText, similarity: float | None
+    ) -> ChainTopic:
+        return self.steps.chain_and_topic(
+            previous=previous and self._turn(previous),
+            previous_chain_summary=self.mask(previous_chain_summary),
+            page=self._turn(page),
+            similarity=similarity,
+        )
+
+    def chain_and_topics(
+        self,
+        *,
+        previous: TurnText | None,
+        previous_chain_summary: str,
+        pages: list[TurnText],
+        similarities: list[float | None],
+    ) -> list[ChainTopic]:
+        return self.steps.chain_and_topics(
+            previous=previous and self._turn(previous),
+            previous_chain_summary=self.mask(previous_chain_summary),
+            pages=self._turns(pages),
+            similarities=similarities,
+        )
+
+    def profile_update(self, *, profile: str, pages: list[TurnText]) -> str:
+        return self.steps.profile_update(profile=self.mask(profile), pages=self._turns(pages))
+
+    def promotion_analyse(self, *, profile: str, pages: list[TurnText]) -> PromotionFindings:
+        return self.steps.promotion_analyse(profile=self.mask(profile), pages=self._turns(pages))
+
+    def knowledge_extract(self, *, pages: list[TurnText]) -> Facts:
+        return self.steps.knowledge_extract(pages=self._turns(pages))
+
+
+def steps_for_prompts(steps: MemorySteps, *, tenant: Tenant | int) -> MemorySteps:
+    """`steps` as the background updating steps (placement, promotion, profile re-derivation) must use them: a
+    model's steps read texts masked as the chat prompt is (`prompt_redactor`, the same function), the offline
+    steps as they are (heuristics that run in this process and send nothing anywhere; masking their input would
+    strip from facts and summaries values the policy says to keep). Without mask-in-prompts categories, unchanged.
+    """
+    if steps.mode == "offline":
+        return steps  # and no query for the policy
+    mask = prompt_redactor(tenant=tenant)
+    return MaskedSteps(steps, mask) if mask else steps
+
+
 def console_redactor(*, tenant: Tenant | int) -> Redactor:
     """What operators see masked unless they reveal it: every category from `mask_console` up."""
     return redactor_for(personal_data_policy_get(tenant=tenant), PersonalDataAction.MASK_CONSOLE)
@@ -113,7 +222,8 @@ def console_redactor(*, tenant: Tenant | int) -> Redactor:
 
 def review_reasons(policy: PersonalDataPolicy, text: str) -> list[str]:
     """Why `text` is sensitive under the policy: the categories found in it and the review keywords it holds."""
-    found = sorted({finding.category for finding in detector_for(policy).find(text)})
+    findings = findings_in(tenant_id=policy.tenant_id, detector=detector_for(policy), text=text)
+    found = sorted({finding.category for finding in findings})
     lowered = text.lower()
     keywords = [k for k in policy.review_keywords if re.search(rf"\b{re.escape(k.lower())}", lowered)]
     return found + [f"keyword: {k}" for k in keywords]
@@ -328,7 +438,7 @@ def _redact_row(row, columns: list[str], redact: Redactor, found: Counter) -> bo
     changed = False
     for column in columns:
         text = getattr(row, column)
-        findings = redact.detector.find(text, redact.categories) if text else []
+        findings = redact.find(text) if text else []
         if findings:
             found.update(f.category for f in findings)
             setattr(row, column, mask_findings(text, findings))

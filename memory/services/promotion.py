@@ -27,7 +27,12 @@ from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
 from memory.services.heat_samples import heat_sample_record
 from memory.services.jobs import job_claim, job_done, job_forget, job_release, job_renew, lease_kept
-from memory.services.personal_data import personal_data_policy_get, redactor_for, review_state_for
+from memory.services.personal_data import (
+    personal_data_policy_get,
+    redactor_for,
+    review_state_for,
+    steps_for_prompts,
+)
 from memory.services.updating import page_turn_text, space_updating_lock
 from memory.step_types import MemorySteps, StepFailed, TurnText
 from memory.steps import get_steps
@@ -60,7 +65,7 @@ def segment_promote(*, segment_id: int, now: datetime | None = None) -> Promotio
     lease = job_claim(kind=JobKind.PROMOTION, target_id=segment_id)
     if lease is None:
         return PromotionReport(reason="another worker is promoting it")  # and runs again after its own run
-    steps = get_steps()
+    steps = steps_for_prompts(get_steps(), tenant=space.tenant_id)  # the model never reads mask-in-prompts data
     try:
         with lease_kept(lambda: job_renew(lease)), transaction.atomic():
             space_updating_lock(space.id)

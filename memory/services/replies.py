@@ -21,8 +21,10 @@ def chat_reply_claim(*, space: MemorySpace, idempotency_key: str, user_message: 
     """The reply for (space, key), and whether this caller now owns generating it.
 
     A new key creates a pending reply (claimed). A failed reply is claimed again by exactly one caller (a
-    conditional UPDATE), so a retry with the same key generates once more; a pending or done reply is returned as
-    it is (not claimed), so a double submit creates no second turn. Commits at once, so a concurrent submit sees it.
+    conditional UPDATE), so a retry with the same key generates once more; so is a done reply with no page (the
+    model called tools: no turn was stored, and its calls are not kept to be answered again). A pending reply, or
+    one done with its page, is returned as it is (not claimed), so a double submit creates no second turn. Commits
+    at once, so a concurrent submit sees it.
     """
     user_message = text_for_storage(tenant=space.tenant_id, text=user_message)  # the policy's do-not-store data
     try:
@@ -38,7 +40,11 @@ def chat_reply_claim(*, space: MemorySpace, idempotency_key: str, user_message: 
     stale = now - timedelta(seconds=settings.LLM_TIMEOUT * (settings.LLM_MAX_RETRIES + 1) + 60)
     retried = (
         ChatReply.objects.filter(space=space, idempotency_key=idempotency_key)
-        .filter(Q(status=ReplyStatus.FAILED) | Q(status=ReplyStatus.PENDING, created_at__lt=stale))
+        .filter(
+            Q(status=ReplyStatus.FAILED)
+            | Q(status=ReplyStatus.PENDING, created_at__lt=stale)
+            | Q(status=ReplyStatus.DONE, page__isnull=True)
+        )
         .update(status=ReplyStatus.PENDING, user_message=user_message, error="", completed_at=None, created_at=now)
     )
     reply = ChatReply.objects.get(space=space, idempotency_key=idempotency_key)
@@ -46,9 +52,12 @@ def chat_reply_claim(*, space: MemorySpace, idempotency_key: str, user_message: 
 
 
 def chat_reply_complete(
-    *, reply: ChatReply, page: Page, mode: str, memory_used: dict, dropped: list[dict], usage: Usage
+    *, reply: ChatReply, page: Page | None, mode: str, memory_used: dict, dropped: list[dict], usage: Usage
 ) -> None:
-    """Mark a claimed reply done: link the page (the stored turn), what memory it used and dropped, what it cost."""
+    """Mark a claimed reply done: link the page (the stored turn), what memory it used and dropped, what it cost.
+
+    `page` is None for a reply that called tools instead of answering: done, with no turn stored.
+    """
     reply.status = ReplyStatus.DONE
     reply.page = page
     reply.mode = mode

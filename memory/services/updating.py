@@ -28,6 +28,7 @@ from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
 from memory.services.heat_samples import heat_sample_record, segment_visits_apply
 from memory.services.jobs import job_claim, job_done, job_release, job_renew, jobs_due, lease_kept
+from memory.services.personal_data import steps_for_prompts
 from memory.step_types import ChainTopic, MemorySteps, StepFailed, TurnText
 from memory.steps import get_steps
 
@@ -66,7 +67,7 @@ def pages_place(*, page_id: int, now: datetime | None = None) -> PlacementReport
     lease = job_claim(kind=JobKind.PLACEMENT, target_id=space.id)
     if lease is None:
         return PlacementReport()  # another worker is placing this space; it was asked to run again for this page
-    steps = get_steps()
+    steps = steps_for_prompts(get_steps(), tenant=space.tenant_id)  # the model never reads mask-in-prompts data
     try:
         with lease_kept(lambda: job_renew(lease)), transaction.atomic():
             space_updating_lock(space.id)

@@ -79,6 +79,10 @@ ROUTES = [
     Route("get", "erasure-receipts/{receipt}/", "govern"),
     Route("get", "exports/{export}/", "govern"),
     Route("get", "exports/{export}/download/", "govern"),
+    Route("get", "review/knowledge/", "govern"),
+    Route("post", "review/knowledge/{knowledge}/", "govern", {"decision": "approve"}),
+    Route("get", "review/profile-versions/", "govern"),
+    Route("post", "review/profile-versions/{profile}/", "govern", {"decision": "reject"} | REASON),
 ]
 
 SCOPES = ("read", "write", "govern")

@@ -6,6 +6,8 @@ import re
 
 from django.contrib.staticfiles import finders
 
+from integrations.proxy import CONSUMED, DEFAULT_ONLY, PASSED
+
 
 def test_the_schema_is_an_openapi_3_document_anyone_can_fetch(client, db):
     response = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
@@ -38,9 +40,38 @@ def test_every_operation_documents_the_error_shape(client, db):
 
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
+            if path.startswith("/v1/"):
+                continue  # the memory proxy answers errors in OpenAI's shape (below)
             for status in ("400", "401", "403", "404", "429"):
                 content = operation["responses"][status]["content"]["application/json"]["schema"]
                 assert content == {"$ref": "#/components/schemas/Error"}, (method, path, status)
+
+
+def test_the_openai_compatible_proxy_is_documented_with_openais_error_shape(client, db):
+    schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+
+    chat, models = schema["paths"]["/v1/chat/completions"]["post"], schema["paths"]["/v1/models"]["get"]
+    assert chat["operationId"] == "proxy_chat_completions" and models["operationId"] == "proxy_models"
+    for operation in (chat, models):
+        assert operation["security"] == [{"bearerAuth": []}]
+        for status in ("401", "403", "429"):
+            content = operation["responses"][status]["content"]["application/json"]["schema"]
+            assert content == {"$ref": "#/components/schemas/OpenAIError"}
+    assert set(schema["components"]["schemas"]["OpenAIError"]["properties"]["error"]["properties"]) == {
+        "message",
+        "type",
+        "param",
+        "code",
+    }
+    assert {"400", "502"} <= set(chat["responses"]) and "text/event-stream" in chat["responses"]["200"]["content"]
+
+
+def test_the_proxys_documented_request_fields_are_exactly_those_it_accepts(client, db):
+    schema = client.get("/api/v1/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+
+    request = schema["components"]["schemas"]["ProxyChatRequest"]
+    assert set(request["properties"]) == CONSUMED | set(PASSED) | set(DEFAULT_ONLY)
+    assert request["additionalProperties"] is False and {"tools", "tool_choice", "n"} <= set(request["properties"])
 
 
 def test_the_docs_page_loads_swagger_ui_from_our_own_static_files(client, db):

@@ -41,8 +41,10 @@ def test_no_token_is_unauthenticated_with_a_bearer_challenge(client, ids, route)
 
 
 def test_the_route_table_covers_every_operation_of_the_schema(api):
+    """Every REST operation; the OpenAI-compatible /v1/ endpoints the schema also documents have their scope tests
+    in tests/integrations/test_proxy.py."""
     schema = api.get("/api/v1/schema/", HTTP_ACCEPT="application/json").json()
-    documented = {(method, path) for path, ops in schema["paths"].items() for method in ops}
+    documented = {(method, path) for path, ops in schema["paths"].items() for method in ops if path.startswith("/api/")}
 
     tested = set()
     for route in ROUTES:

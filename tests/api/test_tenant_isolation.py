@@ -19,6 +19,8 @@ LISTS = [
     "profile-versions/",
     "audit/",
     "erasure-receipts/",
+    "review/knowledge/",
+    "review/profile-versions/",
 ]
 
 

@@ -265,6 +265,40 @@ def test_console_actions_work_with_the_keyboard_alone_and_show_where_the_focus_i
     assert KnowledgeEntry.objects.filter(end_user=memory, pinned=False).count() == fact - 1
 
 
+def test_the_memory_page_pages_its_topics_on_a_phone_with_htmx_and_as_plain_links(
+    memory, assistant, chromium, live_server, new_tab, screenshot
+):
+    space = builders.space_of(memory, assistant)
+    for i in range(30):
+        builders.segment(space, summary=f"Paged topic {i:02d}", last_touched_at=builders.T0 + i * builders.MINUTE)
+        builders.knowledge(memory, text=f"Paged fact {i:02d}.")
+    tab = new_tab(PHONE)
+    log_in(tab, "alice", PASSWORD)
+    tab.goto("/chat/ava/memory/")
+    topics = tab.locator("nav[aria-label='Pages of topics']")
+    assert page_width(tab) <= PHONE and serious_violations(tab) == []
+    expect(tab.get_by_text("Paged topic 00")).to_have_count(0)
+
+    # with JavaScript, htmx swaps the page's body in place and puts the page in the address bar
+    tab.evaluate("window.stillTheSamePage = true")
+    topics.get_by_role("link", name="Older topics →").click()
+    expect(tab.get_by_text("Paged topic 00")).to_be_visible()
+    assert "topics=2" in tab.url and tab.evaluate("window.stillTheSamePage") is True
+    expect(topics.locator("[aria-current=page]")).to_have_text("2")
+    assert page_width(tab) <= PHONE and serious_violations(tab) == []
+    screenshot(tab, "webui-memory-paged-phone")
+
+    # without it, the same pager is plain links
+    context = chromium.new_context(base_url=live_server.url, java_script_enabled=False)
+    plain = context.new_page()
+    log_in(plain, "alice", PASSWORD)
+    plain.goto("/chat/ava/memory/")
+    plain.locator("nav[aria-label='Pages of topics']").get_by_role("link", name="Page 2").click()
+    expect(plain.get_by_text("Paged topic 00")).to_be_visible()
+    assert "topics=2" in plain.url
+    context.close()
+
+
 def test_every_page_type_fits_each_screen_and_passes_axe_for_every_role(memory, new_tab, screenshot):
     paths = console_paths(memory)
     violations: list[str] = []
@@ -284,7 +318,12 @@ def test_every_page_type_fits_each_screen_and_passes_axe_for_every_role(memory, 
     check(tab, "/accounts/login/")
     log_in(tab, "alice", PASSWORD)
     topic = Segment.objects.filter(space__end_user=memory).first()
-    for path in ("/chat/ava/", "/chat/ava/memory/", f"/chat/ava/memory/topics/{topic.pk}/"):
+    for path in (
+        "/chat/ava/",
+        "/chat/ava/memory/",
+        "/chat/ava/memory/?q=Lisbon",
+        f"/chat/ava/memory/topics/{topic.pk}/",
+    ):
         tab.goto(path)
         check(tab, path)
 

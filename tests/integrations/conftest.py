@@ -3,10 +3,12 @@ process and the servers it starts all use: the fake OpenAI-compatible endpoint's
 
 from __future__ import annotations
 
+import openai
 import pytest
 
 from evaluation.fake_llm import fake_llm_server
 from memory.embeddings import EndpointEmbedder, use_embedder
+from memory.llm import use_llm
 from memory.services.embedding_state import forget_verification
 from tests.api.conftest import (  # noqa: F401  fixtures
     exports_in_a_temporary_folder,
@@ -34,6 +36,19 @@ def shared_embedder(fake_model_url, settings, embedder):
     with use_embedder(EndpointEmbedder(EMBEDDING_MODEL)) as shared:
         yield shared
     forget_verification()
+
+
+@pytest.fixture
+def model(settings, fake_model_url):
+    """The fake model at the LLM seam, reached over HTTP by the real client the seam builds."""
+    settings.LLM_BASE_URL, settings.LLM_MODEL = fake_model_url, "fake-load-model"
+    with use_llm(None):
+        yield
+
+
+def proxy_client(live_server, api_key: str | None) -> openai.OpenAI:
+    """The `openai` client itself, its base_url at the memory proxy of the live test server."""
+    return openai.OpenAI(base_url=f"{live_server.url}/v1", api_key=api_key or "none", max_retries=0)
 
 
 def server_env(fake_model_url: str) -> dict[str, str]:

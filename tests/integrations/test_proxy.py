@@ -6,7 +6,6 @@ from __future__ import annotations
 import openai
 import pytest
 
-from memory.llm import use_llm
 from memory.models import ActorKind, AuditEntry, ChatReply, Page, ReplyStatus, Segment, SegmentVisit
 from memory.services.audit import Actor
 from memory.services.gdpr import user_erase
@@ -14,21 +13,10 @@ from memory.services.governance import memory_pause_set, page_forget
 from memory.services.turns import space_get_or_create
 from tests.foundation.processes import wait_for
 from tests.integrations.conftest import make_token
+from tests.integrations.conftest import proxy_client as client
 
 FAKE_REPLY = "Thanks, I will remember that."
 ASSISTANT = {"X-MemoryOS-Assistant": "ava"}
-
-
-@pytest.fixture
-def model(settings, fake_model_url):
-    """The fake model at the LLM seam, reached over HTTP by the real client the seam builds."""
-    settings.LLM_BASE_URL, settings.LLM_MODEL = fake_model_url, "fake-load-model"
-    with use_llm(None):
-        yield
-
-
-def client(live_server, token: str | None) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{live_server.url}/v1", api_key=token or "none", max_retries=0)
 
 
 def ask(live_server, token, text="What is my beagle called?", user="alice", **options):

@@ -97,8 +97,9 @@ def test_a_model_failure_mid_stream_ends_the_stream_with_an_error_event_and_stor
     [
         ({"messages": [{"role": "user", "content": "Hi"}]}, "user"),
         ({"user": "alice", "messages": []}, "messages"),
-        ({"user": "alice", "messages": [{"role": "tool", "content": "x"}]}, "messages.0.role"),
-        ({"user": "alice", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}, "messages.0.content"),
+        ({"user": "alice", "messages": [{"role": "function", "content": "x"}]}, "messages.0.role"),
+        ({"user": "alice", "messages": [{"role": "tool", "content": "x"}]}, "messages.0.tool_call_id"),
+        ({"user": "alice", "messages": [{"role": "user", "content": {"text": "Hi"}}]}, "messages.0.content"),
         ({"user": "alice", "messages": [{"role": "user", "content": "Hi"}], "stream": "yes"}, "stream"),
     ],
 )

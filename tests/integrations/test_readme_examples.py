@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from evaluation.fake_llm import TOOL_ANSWERED
+from memory.models import Page
 from tests.foundation.processes import REPO, answers, child_env, database_url_for_children, free_port, stop, wait_for
 from tests.integrations.conftest import server_env
 from tests.integrations.mcp_clients import call, run, stdio_session
@@ -39,7 +41,7 @@ def run_snippet(code: str, **env: str) -> str:
 def test_the_sections_have_the_promised_examples():
     assert len(blocks("From an MCP client", "json")) == 1
     assert len(blocks("From an MCP client", "sh")) == 1 and len(blocks("From an MCP client", "python")) == 1
-    assert len(blocks("Through the OpenAI-compatible memory proxy", "python")) == 2
+    assert len(blocks("Through the OpenAI-compatible memory proxy", "python")) == 3
 
 
 def test_the_mcp_client_configuration_starts_a_working_stdio_server(transactional_db, memory, token, fake_model_url):
@@ -78,7 +80,17 @@ def test_the_http_command_and_the_python_client_work_together(
 
 
 def test_the_openai_client_examples_answer_from_memory_through_the_proxy(live_server, memory, token):
-    plain, streamed = blocks("Through the OpenAI-compatible memory proxy", "python")
+    plain, streamed, _ = blocks("Through the OpenAI-compatible memory proxy", "python")
 
     assert "Biscuit" in run_snippet(plain, MEMORYOS_URL=live_server.url, TOKEN=token)
     assert "Biscuit" in run_snippet(streamed, MEMORYOS_URL=live_server.url, TOKEN=token)
+
+
+def test_the_function_calling_example_runs_its_tool_and_stores_only_the_final_answer(live_server, model, memory, token):
+    tools_example = blocks("Through the OpenAI-compatible memory proxy", "python")[2]
+
+    output = run_snippet(tools_example, MEMORYOS_URL=live_server.url, TOKEN=token)
+
+    assert output.strip() == TOOL_ANSWERED
+    page = Page.objects.get(user_message="Will it rain at my dog's walk tomorrow?")
+    assert page.assistant_reply == TOOL_ANSWERED and "forecast" not in page.assistant_reply

@@ -1,0 +1,126 @@
+"""Tenant-supplied government-id patterns cannot hang a worker or a request: a pattern that backtracks
+catastrophically is refused when saved, and one that still runs out of time on a text fails closed, audited.
+
+The pathological texts here would keep Python's `re` busy for longer than the universe has existed; each test runs
+under an alarm (`hangs_no_longer_than`) so that code without the timeout fails instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import signal
+from contextlib import contextmanager
+
+import pytest
+
+from memory.models import AuditEntry, Page, PersonalDataPolicy
+from memory.personal_data import (
+    CATEGORIES,
+    WITHHELD_MASK,
+    Detector,
+    InvalidPattern,
+    government_id_patterns_check,
+)
+from memory.services.audit import Actor
+from memory.services.personal_data import (
+    PolicyError,
+    personal_data_policy_get,
+    personal_data_policy_update,
+    review_state_for,
+)
+from tests import builders
+
+BACKTRACKING = r"(a|aa)+$"  # each run of a's splits 2^n ways before the "!" fails the match
+TRAP = "a" * 60 + "!"
+
+
+class StillRunning(Exception):
+    """The code under test was still matching when its alarm rang."""
+
+
+@contextmanager
+def hangs_no_longer_than(seconds: float):
+    def ring(signum, frame):
+        raise StillRunning(f"still matching after {seconds} s: the pattern ran without a timeout")
+
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.fixture
+def tenant(space):
+    return space.tenant
+
+
+def stored_before_the_check(tenant, patterns: list[str]) -> None:
+    """A policy row saved before patterns were probed (the row is written as it was, not through the service)."""
+    builders.personal_data_policy(tenant, government_id="do_not_store")
+    PersonalDataPolicy.objects.filter(tenant=tenant).update(government_id_patterns=patterns)
+
+
+@pytest.mark.parametrize("pattern", [r"(a+)+$", BACKTRACKING, r"(\w+\s?)+$"])
+def test_a_pattern_that_backtracks_catastrophically_is_refused_when_saved(pattern):
+    with hangs_no_longer_than(5), pytest.raises(InvalidPattern, match="catastrophic backtracking"):
+        government_id_patterns_check([r"\d{9}", pattern])
+
+
+def test_ordinary_patterns_pass_the_probes():
+    patterns = [r"\b\d{3}-\d{2}-\d{4}\b", r"\b[A-Z]{2}\d{6}[A-D]\b", r"\bP\d{7}(?:-\d)?\b"]
+
+    assert government_id_patterns_check(patterns) == patterns
+
+
+def test_the_policy_refuses_a_backtracking_pattern_with_its_reason_and_saves_nothing(tenant):
+    with hangs_no_longer_than(5), pytest.raises(PolicyError, match=r"government id patterns: .*takes too long"):
+        personal_data_policy_update(
+            tenant=tenant, actor=Actor.system("t"), reason="r", government_id_patterns=[BACKTRACKING]
+        )
+
+    assert not PersonalDataPolicy.objects.filter(tenant=tenant).exists()
+
+
+def test_a_pattern_that_times_out_withholds_only_the_lines_it_could_not_check():
+    detector = Detector.configured(government_id_patterns=[BACKTRACKING])
+    text = f"Mail ann@example.com\n{TRAP}\nmy id is aa"
+
+    with hangs_no_longer_than(5):
+        redacted = detector.redact(text, CATEGORIES)
+
+    assert redacted == f"Mail [email]\n{WITHHELD_MASK}\nmy id is [government id]"
+
+
+def test_a_withheld_line_wins_over_the_findings_inside_it():
+    detector = Detector.configured(government_id_patterns=[BACKTRACKING])
+
+    with hangs_no_longer_than(5):
+        findings = detector.find(f"ann@example.com {TRAP}")
+
+    assert [(f.category, f.timed_out_pattern) for f in findings] == [("government_id", BACKTRACKING)]
+
+
+def test_under_do_not_store_a_timed_out_line_is_never_stored_and_the_timeout_is_audited(
+    space, tenant, django_capture_on_commit_callbacks
+):
+    stored_before_the_check(tenant, [BACKTRACKING])
+
+    with hangs_no_longer_than(5), django_capture_on_commit_callbacks(execute=True):
+        page = builders.turn(space, user_message=f"Booking ref below\n{TRAP}", assistant_reply="Noted.").page
+
+    assert Page.objects.get(pk=page.pk).user_message == f"Booking ref below\n{WITHHELD_MASK}"
+    entry = AuditEntry.objects.get(tenant=tenant, action="personal_data.pattern_timeout")
+    assert entry.detail == {"patterns": [BACKTRACKING], "withheld_characters": len(TRAP), "text_characters": 79}
+    assert TRAP not in str(entry.detail)
+
+
+def test_a_text_a_pattern_times_out_on_is_held_for_review_as_sensitive(tenant):
+    stored_before_the_check(tenant, [BACKTRACKING])
+    PersonalDataPolicy.objects.filter(tenant=tenant).update(review_mode="review_sensitive")
+
+    with hangs_no_longer_than(5):
+        state = review_state_for(personal_data_policy_get(tenant=tenant), f"Likes tea. {TRAP}")
+
+    assert state == "pending"
