@@ -244,7 +244,7 @@ def _turns_at_full_mtm(spaces: dict, options, rng: random.Random, generator, clo
 
 def _ingest(tenant: Tenant, options: BenchOptions, generator: TextGenerator, clock: TaskClock, llm: BenchLLM) -> dict:
     """`turns` turns for one new user, topic runs of 5–30 turns: throughput and how per-turn cost grows."""
-    external_id = f"bench-ingest-{timezone.now():%Y%m%d-%H%M%S}"  # a new user each run, also on a reused tenant
+    external_id = f"bench-ingest-{timezone.now():%Y%m%d-%H%M%S-%f}"  # a new user each run, also on a reused tenant
     end_user = end_user_create(tenant=tenant, external_id=external_id, display_name="Ingest")
     assistant = tenant.assistants.get(external_id="ava")
     space = space_get_or_create(end_user=end_user, assistant=assistant)

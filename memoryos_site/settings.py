@@ -414,6 +414,8 @@ SPECTACULAR_SETTINGS = {
         "api.schema.add_error_responses",
         "integrations.schema.add_proxy_paths",  # after: its plain Django views have OpenAI-shaped errors
     ],
+    # Knowledge's kind (user / assistant) is one enum whether a serializer takes it from the model or lists it.
+    "ENUM_NAME_OVERRIDES": {"KnowledgeKindEnum": "memory.models.tiers.KnowledgeKind"},
     "PATH_CONVERTER_OVERRIDES": {
         "item_id": {"type": "integer", "minimum": 1, "maximum": 999999999999999999},
         "external_id": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.@:+-]{0,127}$", "maxLength": 128},

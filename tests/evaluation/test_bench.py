@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from evaluation.bench import TaskClock
 from evaluation.benchfakes import BenchEmbedder, BenchLLM
@@ -139,3 +139,28 @@ def test_a_kept_bench_tenant_holds_full_users(tmp_path, settings):
     assert np.linalg.norm(page.embedding) == pytest.approx(1.0, abs=1e-5)
     assert np.array_equal(page.embedding, page.topic_embedding)
     assert Page.objects.filter(space=space).filter(embedding__isnull=False).count() > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_kept_tenant_is_measured_again_without_building_new_users(tmp_path, settings):
+    settings.MEMORY_MTM_CAPACITY = 4
+    settings.MEMORY_KNOWLEDGE_CAPACITY = 3
+    common = ("--turns", "10", "--samples", "2", "--fake-embeddings", "--tenant", "bench-again", "--no-progress")
+    call_command("memory_bench", "--users", "2", "--keep", *common, "--out", str(tmp_path / "built.json"))
+
+    call_command("memory_bench", "--reuse", *common, "--out", str(tmp_path / "again.json"))
+
+    again = json.loads((tmp_path / "again.json").read_text())
+    assert again["users"] == 2 and again["reused"] is True and again["build_seconds"] == 0
+    assert again["retrieval_ms"]["p95"] > 0
+    tenant = Tenant.objects.get(slug="bench-again")
+    assert tenant.end_users.filter(external_id__startswith="bench-user-").count() == 2
+    assert tenant.end_users.filter(external_id__startswith="bench-ingest-").count() == 2  # one per run
+
+
+@pytest.mark.django_db
+def test_reusing_needs_a_kept_tenant():
+    with pytest.raises(CommandError, match="name it with --tenant"):
+        call_command("memory_bench", "--reuse", "--fake-embeddings")
+    with pytest.raises(CommandError, match="No kept benchmark users in tenant 'nowhere'"):
+        call_command("memory_bench", "--reuse", "--tenant", "nowhere", "--fake-embeddings")
