@@ -3,37 +3,23 @@
 - `embedding_bits`: each page's embedding quantised to one bit per dimension, kept in a covering index on the
   space (`page_space_bits`). The vector channel ranks a space's pages by Hamming distance over that index alone
   and re-ranks the best few hundred by exact cosine, instead of reading every page row of the space.
-- `search` gains a last lexeme naming the space ('space 42', which no parser makes of a word), so the full-text channel asks the GIN index
-  for one space's matches (space AND any term) instead of every space's. A generated column's expression cannot be
-  altered in place, so the column is dropped and added again (PostgreSQL computes it for every row, out of line,
-  since the column is new) and then made inline (MAIN) as migration 0011 made it: the last step rewrites the
-  existing rows in batches so their new values are stored inline too.
+- `search` gains a last lexeme naming the space ('space 42', which no parser makes of a word), so the full-text
+  channel asks the GIN index for one space's matches (space AND any term) instead of every space's. A generated
+  column's expression cannot be altered in place, so the column is dropped and added again (PostgreSQL computes it
+  for every row, out of line, since the column is new) and then made inline (MAIN) as migration 0011 made it;
+  migration 0017 rewrites the existing rows so that their new values are stored inline too.
+
+One transaction: a failure leaves the schema as it was.
 """
 
 import django.contrib.postgres.indexes
 import django.contrib.postgres.search
-import django.db.models.functions.comparison
-import django.db.models.functions.text
 from django.db import migrations, models
 
 import memory.models.tiers
 
-BATCH = 5_000
-
-
-def _rewrite_pages(apps, schema_editor):
-    """Store every page row afresh (assigning its message recomputes the generated columns), batch by batch."""
-    with schema_editor.connection.cursor() as cursor:
-        cursor.execute("SELECT coalesce(min(id), 0), coalesce(max(id), -1) FROM memory_page")
-        low, high = cursor.fetchone()
-        for start in range(low, high + 1, BATCH):
-            cursor.execute(
-                "UPDATE memory_page SET user_message = user_message WHERE id >= %s AND id < %s", [start, start + BATCH]
-            )
-
 
 class Migration(migrations.Migration):
-    atomic = False  # the rewrite commits batch by batch on a large installation
     dependencies = [
         ("memory", "0015_pii_personal_data"),
     ]
@@ -86,5 +72,4 @@ class Migration(migrations.Migration):
             model_name="page",
             index=models.Index(fields=["space"], include=("id", "embedding_bits"), name="page_space_bits"),
         ),
-        migrations.RunPython(_rewrite_pages, migrations.RunPython.noop),
     ]
