@@ -100,9 +100,9 @@ def test_another_users_memory_never_comes_back(space, memory, other_space):
     assert all(k.entry.end_user_id == space.end_user_id for k in result.user_knowledge)
 
 
-def test_words_naming_another_space_do_not_bring_its_pages(space, memory, other_space):
-    builders.segment_with_pages(other_space, summary="bread", messages=[f"memoryspace{space.id} sourdough bread"])
-    result = retrieve(space=space, query=f"memoryspace{space.id} sourdough", now=NOW)
+def test_words_naming_a_space_match_no_space_lexeme(space, memory, other_space):
+    builders.segment_with_pages(other_space, summary="bread", messages=[f"space {space.id} sourdough bread"])
+    result = retrieve(space=space, query=f"space {space.id} sourdough", now=NOW)
     assert [p.page.user_message for p in result.pages if "words" in p.found_by] == ["baking sourdough bread at home"]
 
 
