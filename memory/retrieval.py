@@ -27,16 +27,15 @@ from pgvector.django import CosineDistance
 
 from memory.heat import jaccard
 from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, ReviewState, Segment
-from memory.models.tiers import KnowledgeKind, Tier, search_fields, space_lexeme, vector_fields
+from memory.models.tiers import KnowledgeKind, Tier, space_lexeme, unread_fields
 from memory.services.embedding_state import embedder_for_store
 from memory.services.heat_samples import segment_visits_queue
 from memory.text import STOPWORDS, extract_keywords
 from memory.timeframes import TimeRange, query_time_range
 
 
-def _similarity(vector: np.ndarray | Value):
-    """cosine similarity = 1 − cosine distance; rows without a vector score 0. `vector` may be the literal built
-    once by `_vector_literal` for the several queries of one retrieval."""
+def _similarity(vector: np.ndarray):
+    """cosine similarity = 1 − cosine distance; rows without a vector score 0 (the ORM's twin of COSINE)."""
     return Coalesce(Value(1.0) - CosineDistance("embedding", vector), Value(0.0), output_field=FloatField())
 
 
@@ -46,11 +45,14 @@ def _vector_text(vector: np.ndarray) -> str:
 
 
 @cache
-def _columns(model: type[models.Model], table: str = "") -> str:
-    """The model's columns a read loads (no vectors, no search columns), for retrieval's written-out statements."""
-    skipped = {*vector_fields(model), *search_fields(model)}
-    prefix = f"{table}." if table else ""
-    return ", ".join(f"{prefix}{f.column}" for f in model._meta.concrete_fields if f.name not in skipped)
+def _columns(model: type[models.Model]) -> str:
+    """The model's columns a read loads (as `without_vectors()` does), for retrieval's written-out statements."""
+    skipped = unread_fields(model)
+    return ", ".join(f.column for f in model._meta.concrete_fields if f.name not in skipped)
+
+
+# The cosine similarity of a row's `embedding` to the query vector (parameter `vector`); rows without one score 0.
+COSINE = "coalesce(1.0 - (embedding <=> %(vector)s::vector), 0.0)"
 
 
 # --- Used by updating (memory.services.updating) ----------------------------------------------------------------
@@ -292,8 +294,8 @@ def _score_segments(space: MemorySpace, vector: str, query_keywords: list[str]) 
     return sorted(scored, key=lambda s: (-s.score, s.id))
 
 
-SEGMENTS_SQL = """
-SELECT id, coalesce(1.0 - (embedding <=> %(vector)s::vector), 0.0), keywords
+SEGMENTS_SQL = f"""
+SELECT id, {COSINE}, keywords
 FROM memory_segment WHERE space_id = %(space)s
 """
 
@@ -325,7 +327,7 @@ def _retrieve_pages_gated(vector: str, segment_ids: list[int], result: Retrieval
     if not segment_ids:
         return
     sql = f"""
-        SELECT {_columns(Page)}, coalesce(1.0 - (embedding <=> %(vector)s::vector), 0.0) AS score
+        SELECT {_columns(Page)}, {COSINE} AS score
         FROM memory_page WHERE segment_id = ANY(%(segments)s)
         ORDER BY score DESC, seq DESC LIMIT %(limit)s
     """
@@ -403,7 +405,7 @@ def _vector_list(
     """The nearest pages by cosine, re-ranked with their segment's F as a prior.
 
     Two passes in one statement: the space's pages ranked by the Hamming distance of their binary-quantised
-    embeddings (an index-only scan of `page_space_bits`, ~50 buffers for 6,000 pages), then the best
+    embeddings (an index-only scan of `page_space_bits`, ~75 buffers for 6,000 pages), then the best
     VECTOR_POOL of those by exact cosine. A space of at most VECTOR_POOL pages is ranked exactly.
     """
     rows = _rows(VECTOR_SQL, {"space": space.id, "vector": vector, "pool": VECTOR_POOL, "limit": CANDIDATES})
@@ -508,7 +510,7 @@ def _time_list(space: MemorySpace, vector: str, time_range: TimeRange, candidate
     else:
         dated, params = "at >= %(start)s AND at < %(end)s", {"start": time_range.start, "end": time_range.end}
     sql = f"""
-        SELECT id, seq, coalesce(1.0 - (embedding <=> %(vector)s::vector), 0.0) AS cosine
+        SELECT id, seq, {COSINE} AS cosine
         FROM memory_page WHERE space_id = %(space)s AND {dated}
         ORDER BY cosine DESC, id LIMIT %(limit)s
     """
@@ -559,7 +561,7 @@ def _neighbour_seqs(hits: list[_Candidate]) -> dict[int, int]:
 def _load(space: MemorySpace, ids: list[int], neighbour_seqs: dict[int, int], vector: str) -> dict[int, Page]:
     """The pooled candidates and the hits' neighbours in one query, each with its cosine."""
     sql = f"""
-        SELECT {_columns(Page)}, coalesce(1.0 - (embedding <=> %(vector)s::vector), 0.0) AS cosine
+        SELECT {_columns(Page)}, {COSINE} AS cosine
         FROM memory_page WHERE space_id = %(space)s AND (id = ANY(%(ids)s) OR seq = ANY(%(seqs)s))
     """
     params = {"space": space.id, "vector": vector, "ids": ids, "seqs": list(neighbour_seqs)}
@@ -595,7 +597,7 @@ def _retrieve_knowledge(space: MemorySpace, vector: str, result: RetrievalResult
             SELECT {_columns(KnowledgeEntry)}, score,
                    row_number() OVER (PARTITION BY kind ORDER BY score DESC, id DESC) AS rank
             FROM (
-                SELECT *, coalesce(1.0 - (embedding <=> %(vector)s::vector), 0.0) AS score
+                SELECT *, {COSINE} AS score
                 FROM memory_knowledgeentry
                 WHERE end_user_id = %(user)s AND review_state = %(approved)s
                   AND (kind = %(user_kind)s OR (kind = %(assistant_kind)s AND assistant_id = %(assistant)s))

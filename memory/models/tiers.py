@@ -25,6 +25,11 @@ def search_fields(model: type[models.Model]) -> tuple[str, ...]:
     return tuple(field.name for field in model._meta.concrete_fields if isinstance(field, models.GeneratedField))
 
 
+def unread_fields(model: type[models.Model]) -> tuple[str, ...]:
+    """The columns reads leave in the database: vectors and search columns, used inside SQL, never in Python."""
+    return vector_fields(model) + search_fields(model)
+
+
 class VarBitField(models.Field):
     """PostgreSQL's `bit varying`: here a vector's binary quantisation (one bit per dimension, any dimension)."""
 
@@ -40,12 +45,12 @@ class VectorQuerySet(models.QuerySet):
     def without_vectors(self, *related: str) -> Self:
         """Defer every vector and search column of the model and of each `related` path (one followed by
         select_related): reads use them inside SQL, never in Python."""
-        names = [*vector_fields(self.model), *search_fields(self.model)]
+        names = list(unread_fields(self.model))
         for path in related:
             model = self.model
             for part in path.split("__"):
                 model = model._meta.get_field(part).related_model
-            names += [f"{path}__{name}" for name in (*vector_fields(model), *search_fields(model))]
+            names += [f"{path}__{name}" for name in unread_fields(model)]
         return self.defer(*names)
 
 
