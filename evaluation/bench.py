@@ -122,9 +122,7 @@ def memory_bench(options: BenchOptions) -> dict:
     tenant = _tenant(options)
     assistant = tenant.assistants.get(external_id="ava")
     try:
-        users, build_seconds = (
-            (kept_users(tenant), 0.0) if options.reuse else _build(tenant, assistant, options, source)
-        )
+        users, build_seconds = (_kept(tenant), 0.0) if options.reuse else _build(tenant, assistant, options, source)
         with use_embedder(fake), use_llm(llm), settings_changed(LLM_BASE_URL=BENCH_LLM_URL), _tasks_timed(clock):
             result = _measure(tenant, users, options, llm, clock)
     finally:
@@ -140,9 +138,20 @@ def _tenant(options: BenchOptions) -> Tenant:
     if not options.reuse:
         return tenant_create(slug=slug, name=f"Benchmark {slug}")
     tenant = Tenant.objects.filter(slug=slug).first()
-    if tenant is None or not kept_users(tenant):
-        raise ValueError(f"No kept benchmark users in tenant {slug!r}: build them first with --keep --tenant {slug}.")
+    if tenant is None:
+        raise ValueError(_NOTHING_KEPT.format(slug=slug))
     return tenant
+
+
+_NOTHING_KEPT = "No kept benchmark users in tenant {slug!r}: build them first with --keep --tenant {slug}."
+
+
+def _kept(tenant: Tenant) -> list[BenchUser]:
+    """The kept users of a reused tenant, counted once (ValueError when it holds none)."""
+    users = kept_users(tenant)
+    if not users:
+        raise ValueError(_NOTHING_KEPT.format(slug=tenant.slug))
+    return users
 
 
 def _build(tenant: Tenant, assistant, options: BenchOptions, source) -> tuple[list[BenchUser], float]:
