@@ -21,6 +21,8 @@ from django.conf import settings
 from django.db import connection, models
 from django.db.models import FloatField, Value
 from django.db.models.functions import Coalesce
+from django.db.models.sql import Query
+from django.db.models.sql.compiler import SQLCompiler
 from django.utils import timezone
 from pgvector import Vector
 from pgvector.django import CosineDistance
@@ -42,13 +44,6 @@ def _similarity(vector: np.ndarray):
 def _vector_text(vector: np.ndarray) -> str:
     """The query vector as pgvector's text form, formatted once for the several statements of one retrieval."""
     return Vector(vector).to_text()
-
-
-@cache
-def _columns(model: type[models.Model]) -> str:
-    """The model's columns a read loads (as `without_vectors()` does), for retrieval's written-out statements."""
-    skipped = unread_fields(model)
-    return ", ".join(f.column for f in model._meta.concrete_fields if f.name not in skipped)
 
 
 # The cosine similarity of a row's `embedding` to the query vector (parameter `vector`); rows without one score 0.
@@ -243,57 +238,287 @@ def retrieve(
 ) -> RetrievalResult:
     """STM + the best mid-term pages + profile + top user/assistant knowledge + pinned memories. No LLM call.
 
-    Side effect (unless `record_visits` is False, as in the operator's context preview and in chat, which records
-    the visits of what reached its prompt): a visit is queued for each segment that supplied a page relevant to the
-    query (cosine ≥ MEMORY_VISIT_RELEVANCE), one small INSERT; the worker counts it (N_visit += 1, last touch, heat
-    sample). A question about something else heats nothing.
+    Two round trips to the database whatever the size of memory: every read that needs only the question (short-term
+    and pinned memory, the profile, segment scores, knowledge, each page channel), then the pages and segments the
+    fused ranking chose. Side effect (unless `record_visits` is False, as in the operator's context preview and in
+    chat, which records the visits of what reached its prompt): a visit is queued for each segment that supplied a
+    page relevant to the query (cosine ≥ MEMORY_VISIT_RELEVANCE), one small INSERT; the worker counts it (N_visit
+    += 1, last touch, heat sample). A question about something else heats nothing.
     """
     now = now or timezone.now()
-    config = config or retrieval_config()
-    result = RetrievalResult(query=query, query_keywords=extract_keywords(query))
-    _recent_and_pinned_pages(space, result)
-    result.profile = profile_for_prompts(end_user_id=space.end_user_id)
-    if result.profile is not None and result.profile.stale:
-        result.profile = None  # derived from forgotten or corrected memory: withheld until the worker re-derives it
-    _retrieve_pinned_knowledge(space, result)
-    top: list[_SegmentScore] = []
+    run = _Retrieval(space, query, config or retrieval_config(), now)
+    first = _Batch()
+    run.read_memory(first)
     if query.strip():
-        vector = _vector_text(embedder_for_store().embed([query])[0])
-        segments = _score_segments(space, vector, result.query_keywords)
-        top = segments[: settings.MEMORY_RETRIEVE_SEGMENTS]
-        _retrieve_knowledge(space, vector, result)
-        if config.segment_gate:
-            _retrieve_pages_gated(vector, [s.id for s in top], result)
-        else:
-            _retrieve_pages_fused(space, vector, segments, result, config, now)
-    _segments_attach(space, result, top)
+        run.search(first)
+    first.run()
+    run.remember()
+    second = _Batch()
+    if query.strip():
+        run.rank(second)
+    run.read_segments(second)
+    second.run()
+    run.finish()
     if record_visits:
-        result.visited_segment_ids = segment_visits_queue(segment_ids=result.relevant_segment_ids(), now=now)
-    return result
+        run.result.visited_segment_ids = segment_visits_queue(segment_ids=run.result.relevant_segment_ids(), now=now)
+    return run.result
+
+
+# --- Statements sent together -----------------------------------------------------------------------------------
+
+
+@dataclass
+class _Statement:
+    """One statement of a batch; its rows once the batch has run."""
+
+    sql: str
+    params: dict
+    rows: list[tuple] = field(default_factory=list)
+
+
+class _Batch:
+    """Statements that do not depend on each other, sent to PostgreSQL in one round trip (one execute, results read
+    in turn). Each statement's parameters are renamed apart (the third statement's `%(space)s` is sent as
+    `%(s2_space)s`), so statements need not agree on names. One execute may carry several statements because
+    Django binds parameters on the client with psycopg 3 (its default; `server_side_binding` would refuse it)."""
+
+    def __init__(self) -> None:
+        self.statements: list[_Statement] = []
+
+    def add(self, sql: str, params: dict) -> _Statement:
+        statement = _Statement(sql, params)
+        self.statements.append(statement)
+        return statement
+
+    def run(self) -> None:
+        if not self.statements:
+            return
+        sql = ";\n".join(_renamed(s.sql, i) for i, s in enumerate(self.statements))
+        params = {f"s{i}_{name}": value for i, s in enumerate(self.statements) for name, value in s.params.items()}
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            for statement in self.statements:
+                statement.rows = cursor.fetchall()
+                cursor.nextset()
+
+
+PARAMETER = re.compile(r"%\((\w+)\)s")
+
+
+@cache
+def _renamed(sql: str, index: int) -> str:
+    return PARAMETER.sub(rf"%(s{index}_\1)s", sql)
+
+
+@cache
+def _columns(model: type[models.Model]) -> str:
+    """The model's columns a read loads (as `without_vectors()` does), for retrieval's written-out statements."""
+    return ", ".join(f.column for f in _read_fields(model))
+
+
+@cache
+def _read_fields(model: type[models.Model]) -> tuple[models.Field, ...]:
+    skipped = unread_fields(model)
+    return tuple(f for f in model._meta.concrete_fields if f.name not in skipped)
+
+
+def _instances(model: type[models.Model], rows: list[tuple], extra: tuple[str, ...] = ()) -> list:
+    """Model instances from rows of `_columns(model)` followed by the `extra` columns (set as attributes), with the
+    fields' own conversions from the database applied, as `Manager.raw` would."""
+    names, compiler, converters = _reading(model)
+    if converters:
+        rows = compiler.apply_converters(rows, converters)
+    instances = []
+    for row in rows:
+        instance = model.from_db(connection.alias, names, row[: len(names)])
+        for name, value in zip(extra, row[len(names) :], strict=True):
+            setattr(instance, name, value)
+        instances.append(instance)
+    return instances
+
+
+@cache
+def _reading(model: type[models.Model]) -> tuple[list[str], SQLCompiler, dict]:
+    """The attribute names of `_columns(model)` and the conversions their values need, worked out once."""
+    fields = _read_fields(model)
+    compiler = connection.ops.compiler("SQLCompiler")(Query(model), connection, connection.alias)
+    converters = compiler.get_converters([f.get_col(model._meta.db_table) for f in fields])
+    return [f.attname for f in fields], compiler, converters
+
+
+# --- One retrieval --------------------------------------------------------------------------------------------
+
+
+class _Retrieval:
+    """The statements of one retrieval and what their rows become."""
+
+    def __init__(self, space: MemorySpace, query: str, config: RetrievalConfig, now: datetime) -> None:
+        self.space, self.config, self.now = space, config, now
+        self.result = RetrievalResult(query=query, query_keywords=extract_keywords(query))
+        self.reads: dict[str, _Statement] = {}
+        self.vector = ""  # the question's embedding in pgvector's text form, once `search` has embedded it
+        self.segments: list[_SegmentScore] = []
+        self.top: list[_SegmentScore] = []
+        self.candidates: dict[int, _Candidate] = {}
+        self.lists: list[list[int]] = []
+        self.pool: list[_Candidate] = []
+        self.neighbour_seqs: dict[int, int] = {}
+
+    def read_memory(self, batch: _Batch) -> None:
+        """Short-term and pinned pages, the profile prompts may use, pinned knowledge."""
+        space, user = self.space, {"user": self.space.end_user_id, "approved": ReviewState.APPROVED}
+        self.reads["recent"] = batch.add(RECENT_AND_PINNED_SQL, {"space": space.id, "short_term": Tier.SHORT_TERM})
+        self.reads["profile"] = batch.add(PROFILE_SQL, user)
+        params = user | {"assistant": space.assistant_id, "user_kind": KnowledgeKind.USER}
+        self.reads["pinned_knowledge"] = batch.add(PINNED_KNOWLEDGE_SQL, params)
+
+    def search(self, batch: _Batch) -> None:
+        """Segment scores, knowledge and (unless the paper's gate needs the top segments first) the page channels."""
+        space, query = self.space, self.result.query
+        self.vector = _vector_text(embedder_for_store().embed([query])[0])
+        self.reads["segments"] = batch.add(SEGMENTS_SQL, {"space": space.id, "vector": self.vector})
+        self.reads["knowledge"] = batch.add(KNOWLEDGE_SQL, self._knowledge_params())
+        if self.config.segment_gate:
+            return
+        params = {"space": space.id, "vector": self.vector, "pool": VECTOR_POOL, "limit": CANDIDATES}
+        self.reads["vector"] = batch.add(VECTOR_SQL, params)
+        terms = query_terms(query)
+        if self.config.lexical and terms:
+            self.reads["words"] = batch.add(_lexical_sql(len(terms)), _lexical_params(space, terms))
+        if self.config.time:
+            self.result.time_range = query_time_range(query, self.now)
+            if self.result.time_range is not None:
+                sql, params = _time_statement(self.result.time_range)
+                self.reads["date"] = batch.add(sql, params | {"space": space.id, "vector": self.vector})
+
+    def _knowledge_params(self) -> dict:
+        return {
+            "vector": self.vector,
+            "user": self.space.end_user_id,
+            "assistant": self.space.assistant_id,
+            "approved": ReviewState.APPROVED,
+            "user_kind": KnowledgeKind.USER,
+            "assistant_kind": KnowledgeKind.ASSISTANT,
+            "limit": settings.MEMORY_RETRIEVE_KNOWLEDGE,
+        }
+
+    def remember(self) -> None:
+        """What the first batch read: memory that needs no search, segment scores, knowledge, channel lists."""
+        result, reads = self.result, self.reads
+        for page in _instances(Page, reads["recent"].rows):
+            if page.tier == Tier.SHORT_TERM:
+                result.short_term.append(page)
+            if page.pinned:
+                result.pinned_pages.append(page)
+        profile = next(iter(_instances(ProfileVersion, reads["profile"].rows)), None)
+        # a profile derived from forgotten or corrected memory is withheld until the worker re-derives it
+        result.profile = None if profile is None or profile.stale else profile
+        result.pinned_knowledge = _instances(KnowledgeEntry, reads["pinned_knowledge"].rows)
+        if "segments" not in reads:
+            return
+        self.segments = _segment_scores(reads["segments"].rows, result.query_keywords)
+        self.top = self.segments[: settings.MEMORY_RETRIEVE_SEGMENTS]
+        for entry in _instances(KnowledgeEntry, reads["knowledge"].rows, extra=("score", "rank")):
+            target = result.user_knowledge if entry.kind == KnowledgeKind.USER else result.assistant_knowledge
+            target.append(ScoredKnowledge(entry=entry, score=float(entry.score)))
+        if "vector" in reads:
+            self.lists.append(_vector_list(reads["vector"].rows, self.segments, self.config, self.candidates))
+        if "words" in reads:
+            self.lists.append(_lexical_list(reads["words"].rows, query_terms(result.query), self.candidates))
+        if "date" in reads:
+            self.lists.append(_time_list(reads["date"].rows, result.time_range, self.candidates))
+
+    def rank(self, batch: _Batch) -> None:
+        """Fuse the channel lists (every page of the space competes) and load the best and their neighbours; or,
+        with the paper's gate, load the top segments' pages by cosine."""
+        if self.config.segment_gate:
+            params = {
+                "vector": self.vector,
+                "segments": [s.id for s in self.top],
+                "limit": settings.MEMORY_RETRIEVE_PAGES,
+            }
+            self.reads["gated"] = batch.add(GATED_SQL, params)
+            return
+        if self.config.knowledge_pages:
+            self.lists.append(_fact_list(self.space, self.result, self.candidates))
+        for ranking in self.lists:
+            for rank, page_id in enumerate(ranking, start=1):
+                self.candidates[page_id].fused += 1.0 / (RRF_K + rank)
+        best = sorted(self.candidates.values(), key=lambda c: (-c.fused, -c.cosine, c.id))
+        self.neighbour_seqs = _neighbour_seqs(best[:NEIGHBOUR_HITS]) if self.config.neighbours else {}
+        self.pool = best[: settings.MEMORY_RETRIEVE_PAGES + 2 * NEIGHBOUR_HITS]
+        self.reads["pages"] = batch.add(LOAD_SQL, self._loaded_params())
+
+    def _loaded_params(self) -> dict:
+        ids, seqs = [c.id for c in self.pool], list(self.neighbour_seqs)
+        return {"space": self.space.id, "vector": self.vector, "ids": ids, "seqs": seqs}
+
+    def read_segments(self, batch: _Batch) -> None:
+        """The top segments, those of the loaded pages and the pinned ones, without vectors."""
+        params = {"space": self.space.id, "ids": [s.id for s in self.top]}
+        if "pages" in self.reads:
+            self.reads["shown"] = batch.add(SEGMENTS_SHOWN_WITH_PAGES_SQL, params | self._loaded_params())
+        else:
+            self.reads["shown"] = batch.add(SEGMENTS_SHOWN_SQL, params)
+
+    def finish(self) -> None:
+        """The ranked pages from the second batch, and the segments attached to what the result shows."""
+        result = self.result
+        if "gated" in self.reads:
+            pages = _instances(Page, self.reads["gated"].rows, extra=("score",))
+            result.pages = [
+                ScoredPage(page=p, score=float(p.score), found_by={"vector": float(p.score)}) for p in pages
+            ]
+            result.ranked = list(result.pages)
+        elif "pages" in self.reads:
+            pages = {p.id: p for p in _instances(Page, self.reads["pages"].rows, extra=("cosine",))}
+            _fuse_neighbours(pages, self.pool, self.neighbour_seqs, self.candidates)
+            key = lambda c: (-c.fused, -c.cosine, c.id)  # noqa: E731
+            ranked = sorted((c for c in self.candidates.values() if c.id in pages), key=key)
+            limit = settings.MEMORY_RETRIEVE_PAGES
+            result.ranked = [ScoredPage(pages[c.id], c.cosine, c.fused, c.found_by) for c in ranked[:limit]]
+            result.pages = [p for p in result.ranked if p.page.tier == Tier.MID_TERM]
+        by_id = {segment.id: segment for segment in _instances(Segment, self.reads["shown"].rows)}
+        result.segments = [ScoredSegment(by_id[s.id], s.score, s.cosine, s.overlap) for s in self.top if s.id in by_id]
+        result.pinned_segments = [s for s in by_id.values() if s.pinned]
+        for scored in result.ranked:
+            scored.page.segment = by_id.get(scored.page.segment_id)
+
+
+# --- Memory that needs no search ------------------------------------------------------------------------------
+
+RECENT_AND_PINNED_SQL = f"""
+SELECT {_columns(Page)} FROM memory_page
+WHERE space_id = %(space)s AND (tier = %(short_term)s OR pinned) ORDER BY seq
+"""
+
+# The newest profile version a reviewer has approved (or that needed no review): the one prompts may use. Versions
+# awaiting review or rejected never reach a prompt; the one before them stays in use meanwhile.
+PROFILE_SQL = f"""
+SELECT {_columns(ProfileVersion)} FROM memory_profileversion
+WHERE end_user_id = %(user)s AND review_state = %(approved)s ORDER BY number DESC LIMIT 1
+"""
+
+# Pinned knowledge is always included: the user's, and this assistant's about itself (approved only).
+PINNED_KNOWLEDGE_SQL = f"""
+SELECT {_columns(KnowledgeEntry)} FROM memory_knowledgeentry
+WHERE end_user_id = %(user)s AND pinned AND review_state = %(approved)s
+  AND (kind = %(user_kind)s OR assistant_id = %(assistant)s)
+ORDER BY id
+"""
 
 
 def profile_for_prompts(*, end_user_id: int) -> ProfileVersion | None:
-    """The newest profile version a reviewer has approved (or that needed no review): the one prompts may use.
-
-    Versions awaiting review or rejected never reach a prompt; the one before them stays in use meanwhile.
-    """
-    versions = ProfileVersion.objects.filter(end_user_id=end_user_id, review_state=ReviewState.APPROVED)
-    return versions.order_by("-number").first()
-
-
-def _score_segments(space: MemorySpace, vector: str, query_keywords: list[str]) -> list[_SegmentScore]:
-    """F(query) for every segment of the space (at most MTM capacity rows), best first, ties by id.
-
-    Reads three columns per segment; the few segments a result shows are loaded afterwards (`_segments_attach`).
-    """
-    rows = _rows(SEGMENTS_SQL, {"space": space.id, "vector": vector})
-    scored = []
-    for segment_id, cosine, keywords in rows:
-        overlap = jaccard(query_keywords, keywords)
-        scored.append(_SegmentScore(segment_id, cosine + overlap, cosine, overlap))  # F = cosine + Jaccard
-    return sorted(scored, key=lambda s: (-s.score, s.id))
+    """The newest profile version prompts may use (PROFILE_SQL), read on its own."""
+    batch = _Batch()
+    read = batch.add(PROFILE_SQL, {"user": end_user_id, "approved": ReviewState.APPROVED})
+    batch.run()
+    return next(iter(_instances(ProfileVersion, read.rows)), None)
 
 
+# --- Segments ---------------------------------------------------------------------------------------------------
+
+# Reads three columns per segment (at most MTM capacity rows); the few segments a result shows are read afterwards.
 SEGMENTS_SQL = f"""
 SELECT id, {COSINE}, keywords
 FROM memory_segment WHERE space_id = %(space)s
@@ -308,33 +533,57 @@ class _SegmentScore:
     overlap: float
 
 
-def _segments_attach(space: MemorySpace, result: RetrievalResult, top: list[_SegmentScore]) -> None:
-    """Load in one query (no vectors) the top segments, those of the ranked pages and the pinned segments."""
-    wanted = {s.id for s in top} | {p.page.segment_id for p in result.ranked if p.page.segment_id is not None}
-    sql = f"""
-        SELECT {_columns(Segment)} FROM memory_segment
-        WHERE id = ANY(%(ids)s) OR (space_id = %(space)s AND pinned) ORDER BY id
-    """
-    by_id = {segment.id: segment for segment in Segment.objects.raw(sql, {"ids": list(wanted), "space": space.id})}
-    result.segments = [ScoredSegment(by_id[s.id], s.score, s.cosine, s.overlap) for s in top if s.id in by_id]
-    result.pinned_segments = [segment for segment in by_id.values() if segment.pinned and segment.space_id == space.id]
-    for scored in result.ranked:
-        scored.page.segment = by_id.get(scored.page.segment_id)
+def _segment_scores(rows: list[tuple], query_keywords: list[str]) -> list[_SegmentScore]:
+    """F(query) for every segment of the space, best first, ties by id."""
+    scored = []
+    for segment_id, cosine, keywords in rows:
+        overlap = jaccard(query_keywords, keywords)
+        scored.append(_SegmentScore(segment_id, cosine + overlap, cosine, overlap))  # F = cosine + Jaccard
+    return sorted(scored, key=lambda s: (-s.score, s.id))
 
 
-def _retrieve_pages_gated(vector: str, segment_ids: list[int], result: RetrievalResult) -> None:
-    """The paper: the top m segments' pages by cosine."""
-    if not segment_ids:
-        return
-    sql = f"""
-        SELECT {_columns(Page)}, {COSINE} AS score
-        FROM memory_page WHERE segment_id = ANY(%(segments)s)
-        ORDER BY score DESC, seq DESC LIMIT %(limit)s
-    """
-    params = {"vector": vector, "segments": segment_ids, "limit": settings.MEMORY_RETRIEVE_PAGES}
-    pages = Page.objects.raw(sql, params)
-    result.pages = [ScoredPage(page=p, score=float(p.score), found_by={"vector": float(p.score)}) for p in pages]
-    result.ranked = list(result.pages)
+SEGMENTS_SHOWN_SQL = f"""
+SELECT {_columns(Segment)} FROM memory_segment
+WHERE space_id = %(space)s AND (id = ANY(%(ids)s) OR pinned) ORDER BY id
+"""
+
+# The pages LOAD_SQL reads, for the segments they belong to.
+LOADED = "space_id = %(space)s AND (id = ANY(%(ids)s) OR seq = ANY(%(seqs)s))"
+
+SEGMENTS_SHOWN_WITH_PAGES_SQL = f"""
+SELECT {_columns(Segment)} FROM memory_segment
+WHERE space_id = %(space)s
+  AND (id = ANY(%(ids)s) OR pinned OR id IN (SELECT segment_id FROM memory_page WHERE {LOADED}))
+ORDER BY id
+"""
+
+
+# --- Knowledge --------------------------------------------------------------------------------------------------
+
+# The best MEMORY_RETRIEVE_KNOWLEDGE approved facts about the user and about this assistant.
+KNOWLEDGE_SQL = f"""
+SELECT * FROM (
+    SELECT {_columns(KnowledgeEntry)}, score,
+           row_number() OVER (PARTITION BY kind ORDER BY score DESC, id DESC) AS rank
+    FROM (
+        SELECT *, {COSINE} AS score
+        FROM memory_knowledgeentry
+        WHERE end_user_id = %(user)s AND review_state = %(approved)s
+          AND (kind = %(user_kind)s OR (kind = %(assistant_kind)s AND assistant_id = %(assistant)s))
+    ) scored
+) ranked
+WHERE rank <= %(limit)s ORDER BY kind, rank
+"""
+
+
+# --- Pages ------------------------------------------------------------------------------------------------------
+
+# The paper: the top m segments' pages by cosine.
+GATED_SQL = f"""
+SELECT {_columns(Page)}, {COSINE} AS score
+FROM memory_page WHERE segment_id = ANY(%(segments)s)
+ORDER BY score DESC, seq DESC LIMIT %(limit)s
+"""
 
 
 @dataclass
@@ -348,39 +597,9 @@ class _Candidate:
     found_by: dict = field(default_factory=dict)
 
 
-def _retrieve_pages_fused(
-    space: MemorySpace,
-    vector: Value,
-    segments: list[_SegmentScore],
-    result: RetrievalResult,
-    config: RetrievalConfig,
-    now: datetime,
-) -> None:
-    """Every page of the space competes: channels rank candidates, reciprocal rank fusion merges the rankings."""
-    candidates: dict[int, _Candidate] = {}
-    lists = [_vector_list(space, vector, segments, config, candidates)]
-    if config.lexical:
-        lists.append(_lexical_list(space, result.query, candidates))
-    if config.time:
-        result.time_range = query_time_range(result.query, now)
-        if result.time_range is not None:
-            lists.append(_time_list(space, vector, result.time_range, candidates))
-    if config.knowledge_pages:
-        lists.append(_fact_list(space, result, candidates))
-    for ranking in lists:
-        for rank, page_id in enumerate(ranking, start=1):
-            candidates[page_id].fused += 1.0 / (RRF_K + rank)
-    limit = settings.MEMORY_RETRIEVE_PAGES
-    best = sorted(candidates.values(), key=lambda c: (-c.fused, -c.cosine, c.id))
-    neighbour_seqs = _neighbour_seqs(best[:NEIGHBOUR_HITS]) if config.neighbours else {}
-    pool = best[: limit + 2 * NEIGHBOUR_HITS]
-    pages = _load(space, [c.id for c in pool], neighbour_seqs, vector)
-    _fuse_neighbours(pages, pool, neighbour_seqs, candidates)
-    ranked = sorted((c for c in candidates.values() if c.id in pages), key=lambda c: (-c.fused, -c.cosine, c.id))
-    result.ranked = [ScoredPage(pages[c.id], c.cosine, c.fused, c.found_by) for c in ranked[:limit]]
-    result.pages = [p for p in result.ranked if p.page.tier == Tier.MID_TERM]
-
-
+# The nearest pages by cosine, in two passes: the space's pages ranked by the Hamming distance of their
+# binary-quantised embeddings (an index-only scan of `page_space_bits`, ~75 buffers for 6,000 pages), then the best
+# VECTOR_POOL of those by exact cosine. A space of at most VECTOR_POOL pages is ranked exactly.
 VECTOR_SQL = """
 WITH near AS (
     SELECT id FROM memory_page
@@ -396,19 +615,9 @@ LIMIT %(limit)s
 
 
 def _vector_list(
-    space: MemorySpace,
-    vector: str,
-    segments: list[_SegmentScore],
-    config: RetrievalConfig,
-    candidates: dict[int, _Candidate],
+    rows: list[tuple], segments: list[_SegmentScore], config: RetrievalConfig, candidates: dict[int, _Candidate]
 ) -> list[int]:
-    """The nearest pages by cosine, re-ranked with their segment's F as a prior.
-
-    Two passes in one statement: the space's pages ranked by the Hamming distance of their binary-quantised
-    embeddings (an index-only scan of `page_space_bits`, ~75 buffers for 6,000 pages), then the best
-    VECTOR_POOL of those by exact cosine. A space of at most VECTOR_POOL pages is ranked exactly.
-    """
-    rows = _rows(VECTOR_SQL, {"space": space.id, "vector": vector, "pool": VECTOR_POOL, "limit": CANDIDATES})
+    """The vector channel's pages, re-ranked with their segment's F as a prior."""
     f_of = {s.id: s.score for s in segments}
     scored = []
     for page_id, seq, segment_id, cosine in rows:
@@ -417,13 +626,6 @@ def _vector_list(
         candidate.found_by["vector"] = float(cosine)
         scored.append((float(cosine) + config.segment_prior * f_of.get(segment_id, 0.0), page_id))
     return [page_id for _, page_id in sorted(scored, key=lambda s: (-s[0], s[1]))]
-
-
-def _rows(sql: str, params: dict) -> list[tuple]:
-    """Run one of retrieval's statements (written out, so no query compilation on the request path)."""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
 
 
 def query_terms(query: str) -> list[str]:
@@ -438,34 +640,37 @@ def query_terms(query: str) -> list[str]:
 LEXICAL_SQL = """
 WITH terms AS MATERIALIZED (
     SELECT {terms}, {either} AS either FROM (SELECT {parsed}) parsed
-), hits AS (
-    SELECT id, seq, search, {matches}
+), hits AS MATERIALIZED (
+    SELECT id, {matches}
     FROM {page}, terms
     WHERE space_id = %(space)s AND search @@ (%(space_lexeme)s::tsquery && terms.either)
-), totals AS (
-    SELECT (SELECT count(*) FROM {page} WHERE space_id = %(space)s)::float8 AS n, {frequencies} FROM hits
-), weighted AS (
-    SELECT id, seq, search, {flags}, {weight} AS weight
-    FROM hits, (SELECT {idf} FROM totals) idf
+), idf AS (
+    SELECT {idf} FROM (
+        SELECT (SELECT count(*) FROM {page} WHERE space_id = %(space)s)::float8 AS n, {frequencies} FROM hits
+    ) totals
+), weighted AS MATERIALIZED (
+    SELECT id, {flags}, {weight} AS weight FROM hits, idf
 ), cut AS (
     SELECT min(weight) AS weight FROM (SELECT weight FROM weighted ORDER BY weight DESC LIMIT %(limit)s) best
 )
-SELECT id, seq, {flags}, weighted.weight, ts_rank_cd(search, terms.either) AS rank
-FROM weighted, cut, terms
+SELECT page.id, page.seq, {held}, weighted.weight, ts_rank_cd(page.search, terms.either) AS rank
+FROM weighted JOIN {page} page ON page.id = weighted.id, cut, terms
 WHERE weighted.weight >= cut.weight
-ORDER BY weighted.weight DESC, rank DESC, id
+ORDER BY weighted.weight DESC, rank DESC, page.id
 LIMIT %(limit)s
 """
 
 
+@cache
 def _lexical_sql(n_terms: int) -> str:
     """The full-text channel for `n_terms` terms (named %(t0)s…): matching pages with the terms they hold, best
     first by the summed IDF of those terms, ln(1 + (N − df + ½) / (df + ½)) as in BM25 (computed once per term, in
     float8), then by ts_rank_cd.
 
     Each term's tsquery is parsed once (`terms`), not once per row; the match ANDs in the space's lexeme, so the
-    GIN index returns this space's matching pages only, however many spaces share the table; and ts_rank_cd, the
-    costly part, is computed only for the pages whose IDF weight can still reach the list (`cut`)."""
+    GIN index returns this space's matching pages only, however many spaces share the table; the matches carry only
+    their id and which terms they hold; and ts_rank_cd, the costly part, is computed only for the pages whose IDF
+    weight can still reach the list (`cut`), read again by id."""
     return LEXICAL_SQL.format(
         page=Page._meta.db_table,
         parsed=", ".join(f"plainto_tsquery('english', %(t{i})s) AS q{i}" for i in range(n_terms)),
@@ -475,24 +680,24 @@ def _lexical_sql(n_terms: int) -> str:
         frequencies=", ".join(f"sum(m{i})::float8 AS d{i}" for i in range(n_terms)),
         idf=", ".join(f"ln(1.0 + (n - d{i} + 0.5) / (d{i} + 0.5)) AS w{i}" for i in range(n_terms)),
         flags=", ".join(f"m{i}" for i in range(n_terms)),
+        held=", ".join(f"weighted.m{i}" for i in range(n_terms)),
         weight=" + ".join(f"m{i} * w{i}" for i in range(n_terms)),
     )
 
 
-def _lexical_list(space: MemorySpace, query: str, candidates: dict[int, _Candidate]) -> list[int]:
-    """Pages holding any of the query's terms, best first by the summed IDF of the terms they hold (rare words
-    and names count most), then by ts_rank_cd (terms close together), then id. One query, at most CANDIDATES rows:
-    the document frequencies are counted in the database."""
-    terms = query_terms(query)
-    if not terms:
-        return []
-    params = {
+def _lexical_params(space: MemorySpace, terms: list[str]) -> dict:
+    return {
         "space": space.id,
         "space_lexeme": space_lexeme(space.id),
         "limit": CANDIDATES,
         **{f"t{i}": term for i, term in enumerate(terms)},
     }
-    rows = _rows(_lexical_sql(len(terms)), params)
+
+
+def _lexical_list(rows: list[tuple], terms: list[str], candidates: dict[int, _Candidate]) -> list[int]:
+    """Pages holding any of the query's terms, best first by the summed IDF of the terms they hold (rare words
+    and names count most), then by ts_rank_cd (terms close together), then id; at most CANDIDATES, the document
+    frequencies counted in the database."""
     ranking = []
     for page_id, seq, *flags_weight_rank in rows:
         flags = flags_weight_rank[: len(terms)]
@@ -502,19 +707,22 @@ def _lexical_list(space: MemorySpace, query: str, candidates: dict[int, _Candida
     return ranking
 
 
-def _time_list(space: MemorySpace, vector: str, time_range: TimeRange, candidates: dict[int, _Candidate]) -> list[int]:
+def _time_statement(time_range: TimeRange) -> tuple[str, dict]:
     """Pages dated in the question's range, nearest by cosine first."""
     if time_range.month is not None:
-        dated, params = "extract(month FROM at AT TIME ZONE %(zone)s) = %(month)s", {"month": time_range.month}
-        params["zone"] = timezone.get_current_timezone_name()
+        dated = "extract(month FROM at AT TIME ZONE %(zone)s) = %(month)s"
+        params = {"month": time_range.month, "zone": timezone.get_current_timezone_name()}
     else:
         dated, params = "at >= %(start)s AND at < %(end)s", {"start": time_range.start, "end": time_range.end}
     sql = f"""
         SELECT id, seq, {COSINE} AS cosine
         FROM memory_page WHERE space_id = %(space)s AND {dated}
-        ORDER BY cosine DESC, id LIMIT %(limit)s
+        ORDER BY cosine DESC, id LIMIT {CANDIDATES}
     """
-    rows = _rows(sql, params | {"space": space.id, "vector": vector, "limit": CANDIDATES})
+    return sql, params
+
+
+def _time_list(rows: list[tuple], time_range: TimeRange, candidates: dict[int, _Candidate]) -> list[int]:
     ranking = []
     for page_id, seq, cosine in rows:
         candidate = candidates.setdefault(page_id, _Candidate(page_id, seq))
@@ -558,14 +766,8 @@ def _neighbour_seqs(hits: list[_Candidate]) -> dict[int, int]:
     return seqs
 
 
-def _load(space: MemorySpace, ids: list[int], neighbour_seqs: dict[int, int], vector: str) -> dict[int, Page]:
-    """The pooled candidates and the hits' neighbours in one query, each with its cosine."""
-    sql = f"""
-        SELECT {_columns(Page)}, {COSINE} AS cosine
-        FROM memory_page WHERE space_id = %(space)s AND (id = ANY(%(ids)s) OR seq = ANY(%(seqs)s))
-    """
-    params = {"space": space.id, "vector": vector, "ids": ids, "seqs": list(neighbour_seqs)}
-    return {p.id: p for p in Page.objects.raw(sql, params)}
+# The pooled candidates and the hits' neighbours, each with its cosine.
+LOAD_SQL = f"SELECT {_columns(Page)}, {COSINE} AS cosine FROM memory_page WHERE {LOADED}"
 
 
 def _fuse_neighbours(
@@ -588,62 +790,3 @@ def _fuse_neighbours(
     pooled = {c.id for c in pool}
     for page_id in [i for i in pages if i not in pooled and "neighbour" not in candidates[i].found_by]:
         del pages[page_id]
-
-
-def _retrieve_knowledge(space: MemorySpace, vector: str, result: RetrievalResult) -> None:
-    """The best MEMORY_RETRIEVE_KNOWLEDGE approved facts about the user and about this assistant, in one query."""
-    sql = f"""
-        SELECT * FROM (
-            SELECT {_columns(KnowledgeEntry)}, score,
-                   row_number() OVER (PARTITION BY kind ORDER BY score DESC, id DESC) AS rank
-            FROM (
-                SELECT *, {COSINE} AS score
-                FROM memory_knowledgeentry
-                WHERE end_user_id = %(user)s AND review_state = %(approved)s
-                  AND (kind = %(user_kind)s OR (kind = %(assistant_kind)s AND assistant_id = %(assistant)s))
-            ) scored
-        ) ranked
-        WHERE rank <= %(limit)s ORDER BY kind, rank
-    """
-    params = {
-        "vector": vector,
-        "user": space.end_user_id,
-        "assistant": space.assistant_id,
-        "approved": ReviewState.APPROVED,
-        "user_kind": KnowledgeKind.USER,
-        "assistant_kind": KnowledgeKind.ASSISTANT,
-        "limit": settings.MEMORY_RETRIEVE_KNOWLEDGE,
-    }
-    for entry in KnowledgeEntry.objects.raw(sql, params):
-        target = result.user_knowledge if entry.kind == KnowledgeKind.USER else result.assistant_knowledge
-        target.append(ScoredKnowledge(entry=entry, score=float(entry.score)))
-
-
-def _recent_and_pinned_pages(space: MemorySpace, result: RetrievalResult) -> None:
-    """Short-term pages and pinned pages of the space, in one query (both in page order)."""
-    sql = f"""
-        SELECT {_columns(Page)} FROM memory_page
-        WHERE space_id = %(space)s AND (tier = %(short_term)s OR pinned) ORDER BY seq
-    """
-    for page in Page.objects.raw(sql, {"space": space.id, "short_term": Tier.SHORT_TERM}):
-        if page.tier == Tier.SHORT_TERM:
-            result.short_term.append(page)
-        if page.pinned:
-            result.pinned_pages.append(page)
-
-
-def _retrieve_pinned_knowledge(space: MemorySpace, result: RetrievalResult) -> None:
-    """Pinned knowledge is always included: the user's, and this assistant's about itself (approved only)."""
-    sql = f"""
-        SELECT {_columns(KnowledgeEntry)} FROM memory_knowledgeentry
-        WHERE end_user_id = %(user)s AND pinned AND review_state = %(approved)s
-          AND (kind = %(user_kind)s OR assistant_id = %(assistant)s)
-        ORDER BY id
-    """
-    params = {
-        "user": space.end_user_id,
-        "assistant": space.assistant_id,
-        "approved": ReviewState.APPROVED,
-        "user_kind": KnowledgeKind.USER,
-    }
-    result.pinned_knowledge = list(KnowledgeEntry.objects.raw(sql, params))

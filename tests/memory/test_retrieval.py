@@ -129,17 +129,17 @@ def test_retrieval_takes_a_fixed_number_of_queries_however_large_memory_is(space
     for i in range(30):
         builders.segment_with_pages(space, summary=f"topic {i} words", messages=[f"page about topic {i}"] * 3)
         builders.knowledge(space.end_user, text=f"fact number {i}")
-    # STM and pinned pages, profile, pinned knowledge, segment scores, knowledge, page vectors, page words,
-    # page load, segments shown, the visits queued
-    with django_assert_num_queries(10):
+    # one batch reads what needs only the question (STM and pinned pages, profile, pinned knowledge, segment
+    # scores, knowledge, page vectors, page words); one reads the chosen pages and the segments shown; the visits
+    with django_assert_num_queries(3):
         retrieve(space=space, query="topic 7 words", now=NOW)
 
 
-def test_a_question_naming_a_date_takes_one_query_more(space, memory, django_assert_num_queries):
+def test_a_question_naming_a_date_takes_no_query_more(space, memory, django_assert_num_queries):
     embedder_for_store()
-    with django_assert_num_queries(9):  # no visits queued: one query fewer
+    with django_assert_num_queries(2):  # no visits queued: the two batches
         retrieve(space=space, query="what did I bake last winter?", now=NOW, record_visits=False)
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(2):  # the dated pages are one more statement of the first batch
         retrieve(space=space, query="what did I bake in January 2026?", now=NOW, record_visits=False)
 
 
