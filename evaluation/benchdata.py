@@ -160,7 +160,7 @@ def _pages_build(
                 topic_summary="" if in_stm else user[:220],
                 keywords=[] if in_stm else list(segment.keywords),
                 embedding=None if in_stm else embedding,
-                topic_embedding=None if in_stm else embedding,
+                topic_embedding=None,  # the page's own vector is its topic vector (Page.topic_vector)
                 analysed=not in_stm,
                 source=PageSource.DEMO,
                 source_ref="memory_bench",

@@ -29,7 +29,7 @@ from pgvector.django import CosineDistance
 
 from memory.heat import jaccard
 from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, ReviewState, Segment
-from memory.models.tiers import KnowledgeKind, Tier, space_lexeme, unread_fields
+from memory.models.tiers import KnowledgeKind, Tier, space_lexeme, topic_vector_of, unread_fields
 from memory.services.embedding_state import embedder_for_store
 from memory.services.heat_samples import segment_visits_queue
 from memory.text import STOPWORDS, extract_keywords
@@ -74,9 +74,10 @@ def segment_candidates(*, space_id: int, vector: np.ndarray, limit: int = 20) ->
 def segment_central_summary(*, segment_id: int, centroid: np.ndarray) -> str | None:
     """The topic summary of the segment's page nearest to the segment's centroid (an extractive summary)."""
     return (
-        Page.objects.filter(segment_id=segment_id, topic_embedding__isnull=False)
+        Page.objects.annotate(topic=topic_vector_of())
+        .filter(segment_id=segment_id, topic__isnull=False)
         .exclude(topic_summary="")
-        .order_by(CosineDistance("topic_embedding", centroid), "seq")
+        .order_by(CosineDistance("topic", centroid), "seq")
         .values_list("topic_summary", flat=True)
         .first()
     )

@@ -8,7 +8,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorCombinable, SearchVectorField
 from django.db import models
-from django.db.models.functions import Cast, Concat
+from django.db.models.functions import Cast, Coalesce, Concat
 from pgvector.django import VectorField
 
 from memory.models.privacy import ReviewState
@@ -23,6 +23,11 @@ def vector_fields(model: type[models.Model]) -> tuple[str, ...]:
 def search_fields(model: type[models.Model]) -> tuple[str, ...]:
     """The names of a model's columns PostgreSQL derives for searching (generated, read only inside SQL)."""
     return tuple(field.name for field in model._meta.concrete_fields if isinstance(field, models.GeneratedField))
+
+
+def topic_vector_of() -> Coalesce:
+    """`Page.topic_vector` in SQL: the stored topic vector, else the page's own."""
+    return Coalesce("topic_embedding", "embedding", output_field=VectorField())
 
 
 def unread_fields(model: type[models.Model]) -> tuple[str, ...]:
@@ -119,6 +124,8 @@ class Page(models.Model):
     topic_summary = models.TextField(blank=True)
     keywords = ArrayField(models.CharField(max_length=64), default=list, blank=True)
     embedding = VectorField(null=True, blank=True)
+    # Stored only where it differs from `embedding` (a topic summary's vector, MEMORY_TOPIC_VECTOR=summary); NULL
+    # means the page's own vector is its topic vector (read `topic_vector`), which saves a second copy of every vector.
     topic_embedding = VectorField(null=True, blank=True)
     analysed = models.BooleanField(default=False)
     pinned = models.BooleanField(default=False)
@@ -182,6 +189,11 @@ class Page(models.Model):
     def memory_reply(self) -> str:
         """The reply as memory may use it: empty when the system wrote it without a model."""
         return "" if self.reply_source == ReplySource.SYSTEM else self.assistant_reply
+
+    @property
+    def topic_vector(self):
+        """The vector F compares with segment summaries: the stored topic vector, else the page's own."""
+        return self.topic_embedding if self.topic_embedding is not None else self.embedding
 
     @property
     def memory_text(self) -> str:

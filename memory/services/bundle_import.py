@@ -432,7 +432,7 @@ def _pages_embed(placed: list[Page]) -> None:
     embedder = embedder_for_store()
     for page, vector in zip(placed, embedder.embed([p.memory_text for p in placed]), strict=True):
         page.embedding = vector
-        page.topic_embedding = vector
+        page.topic_embedding = None  # the page's own vector (Page.topic_vector), unless a summary's replaces it
     if get_steps().mode == "offline":
         return  # offline, a page's topic vector is its own vector
     topical = [page for page in placed if page.topic_summary]
@@ -466,7 +466,7 @@ def _segments_embed(segments: dict[int, Segment], pages: dict[int, Page]) -> Non
     members: dict[int, list[np.ndarray]] = {}
     for page in pages.values():
         if page.segment is not None:
-            members.setdefault(page.segment.pk, []).append(np.asarray(page.topic_embedding, dtype=np.float32))
+            members.setdefault(page.segment.pk, []).append(np.asarray(page.topic_vector, dtype=np.float32))
     empty = [segment for segment in segments.values() if segment.pk not in members]
     if empty:
         for segment, vector in zip(empty, embedder_for_store().embed([s.summary for s in empty]), strict=True):

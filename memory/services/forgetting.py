@@ -294,7 +294,7 @@ def _plan_segment_redaction(plan: ForgetPlan, segment: Segment) -> None:
 def _plan_segment_rederive(plan: ForgetPlan, segment: Segment, remaining: list[Page]) -> None:
     """As updating derives them: centroid of the members' topic vectors, the most central member's topic, the
     members' most common keywords."""
-    vectors = [np.asarray(p.topic_embedding, dtype=np.float32) for p in remaining if p.topic_embedding is not None]
+    vectors = [np.asarray(p.topic_vector, dtype=np.float32) for p in remaining if p.topic_vector is not None]
     centroid = None
     if vectors:
         centroid = np.mean(vectors, axis=0)
@@ -311,10 +311,10 @@ def _plan_segment_rederive(plan: ForgetPlan, segment: Segment, remaining: list[P
 
 def _central_topic(topics: list[tuple[Page, str]], centroid: np.ndarray | None) -> str | None:
     """The topic summary of the member nearest the centroid, or the latest member's without vectors."""
-    with_vectors = [(p, t) for p, t in topics if p.topic_embedding is not None]
+    with_vectors = [(p, t) for p, t in topics if p.topic_vector is not None]
     if centroid is None or not with_vectors:
         return topics[-1][1] if topics else None
-    return max(with_vectors, key=lambda pt: float(np.dot(np.asarray(pt[0].topic_embedding), centroid)))[1]
+    return max(with_vectors, key=lambda pt: float(np.dot(np.asarray(pt[0].topic_vector), centroid)))[1]
 
 
 def _plan_chains(plan: ForgetPlan, pages: list[Page]) -> None:
@@ -540,7 +540,7 @@ def _reembed(plan: ForgetPlan) -> None:
     for ((model, pk), _), vector in zip(items, vectors, strict=True):
         fields = {"embedding": vector}
         if model is Page:
-            fields["topic_embedding"] = vector
+            fields["topic_embedding"] = None  # the new page vector is its topic vector (Page.topic_vector)
         model.objects.filter(pk=pk, embedding__isnull=False).update(**fields)
 
 

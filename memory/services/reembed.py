@@ -9,6 +9,7 @@ from django.db import transaction
 
 from memory.embeddings import Embedder
 from memory.models import KnowledgeEntry, Page, Segment
+from memory.models.tiers import topic_vector_of
 from memory.services.embedding_state import embedding_state_set
 
 BATCH = 256
@@ -22,7 +23,7 @@ def _reembed_pages(embedder: Embedder, progress: Callable[[str, int], None]) -> 
         vectors = embedder.embed([p.memory_text for p in pages])
         for page, vector in zip(pages, vectors, strict=True):
             page.embedding = vector
-            page.topic_embedding = vector if page.segment_id or page.topic_summary else None
+            page.topic_embedding = None  # the page's own vector is its topic vector again (Page.topic_vector)
         Page.objects.bulk_update(pages, ["embedding", "topic_embedding"])
         done += len(pages)
         progress("pages", done)
@@ -33,7 +34,8 @@ def _reembed_segments(progress: Callable[[str, int], None]) -> int:
     """A segment's vector is the centroid of its pages' topic vectors (see memory.services.updating)."""
     done = 0
     for segment in Segment.objects.without_vectors().iterator(chunk_size=BATCH):
-        vectors = [v for v in segment.pages.values_list("topic_embedding", flat=True) if v is not None]
+        topics = segment.pages.annotate(topic=topic_vector_of()).values_list("topic", flat=True)
+        vectors = [v for v in topics if v is not None]
         if vectors:
             centroid = np.mean(np.array(vectors, dtype=np.float32), axis=0)
             centroid /= np.linalg.norm(centroid) or 1.0

@@ -167,14 +167,17 @@ def _similarities(previous: Page | None, pending: list[Page]) -> list[float | No
     return [cosine(b.embedding, p.embedding) if b is not None else None for b, p in zip(before, pending, strict=True)]
 
 
-def _topic_vectors(embedder, steps: MemorySteps, pages: list[Page], chains: list[ChainTopic]) -> list[np.ndarray]:
-    """The vectors F compares with segment summaries: the page's own vector (MEMORY_TOPIC_VECTOR=page, default).
+def _topic_vectors(
+    embedder, steps: MemorySteps, pages: list[Page], chains: list[ChainTopic]
+) -> list[np.ndarray | None]:
+    """The vectors F compares with segment summaries, as stored: None for the page's own vector
+    (MEMORY_TOPIC_VECTOR=page, the default; `Page.topic_vector` reads it), so no vector is stored twice.
 
     With MEMORY_TOPIC_VECTOR=summary, the model's abstractive topic summaries, embedded in one batch; offline always
     the page, because one extracted sentence is a noisier summary than the page itself (on LoCoMo conv-26 it halves
     the topical separation of segments). The page vector costs no second embedding pass per page.
     """
-    vectors = [page.embedding for page in pages]
+    vectors: list[np.ndarray | None] = [None] * len(pages)
     if settings.MEMORY_TOPIC_VECTOR != "summary" or steps.mode == "offline":
         return vectors
     wanted = [i for i, chain in enumerate(chains) if chain.topic_summary]
@@ -212,7 +215,7 @@ def _segment_assign(space: MemorySpace, page: Page, chain: ChainTopic, now: date
     """Join the best segment by F = cos + Jaccard when F ≥ θ; otherwise start a new segment."""
     touched = min(page.at, now)
     best, best_f = None, -1.0
-    for candidate in segment_candidates(space_id=space.id, vector=page.topic_embedding):
+    for candidate in segment_candidates(space_id=space.id, vector=page.topic_vector):
         f = f_score(candidate.cosine, candidate.keywords, chain.keywords)
         if f > best_f:
             best, best_f = candidate, f
@@ -225,7 +228,7 @@ def _segment_assign(space: MemorySpace, page: Page, chain: ChainTopic, now: date
         space=space,
         summary=chain.topic_summary or page.user_message[:200],
         keywords=list(chain.keywords)[:SEGMENT_KEYWORDS],
-        embedding=page.topic_embedding,
+        embedding=page.topic_vector,
         l_interaction=1,
         last_touched_at=touched,
     )
@@ -309,9 +312,9 @@ def _segment_refresh(segment: Segment, page: Page) -> dict:
         members, keywords = cursor.fetchone()
     earlier = members - 1
     if segment.embedding is None or earlier <= 0:
-        centroid = np.asarray(page.topic_embedding, dtype=np.float32)
+        centroid = np.asarray(page.topic_vector, dtype=np.float32)
     else:
-        centroid = np.asarray(segment.embedding, dtype=np.float32) * earlier + page.topic_embedding
+        centroid = np.asarray(segment.embedding, dtype=np.float32) * earlier + page.topic_vector
     centroid = centroid / (np.linalg.norm(centroid) or 1.0)
     segment.embedding = centroid
     if keywords is None:  # not due: the summary and keywords stay as they are

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+import numpy as np
 import pytest
 
 from memory.embeddings import use_embedder
@@ -139,6 +140,15 @@ def test_a_placement_embeds_each_page_once_even_with_a_model_writing_topics(spac
     assert len(embedder.texts) == 3  # the pages; each page's vector is also its topic vector
 
 
+def test_a_page_whose_topic_vector_is_its_own_vector_stores_it_once(space):
+    fill_stm(space)
+    builders.turns(space, messages=TURNS[:1], start=T0)
+    pages_place(page_id=pending(space)[-1].id, now=T0)
+    placed = Page.objects.filter(space=space, segment__isnull=False).get()
+    assert placed.topic_embedding is None
+    assert np.allclose(placed.segment.embedding, placed.embedding, atol=1e-6)  # the new segment took its vector
+
+
 def test_with_topic_summary_vectors_the_topics_are_embedded_in_one_batch(space, settings, llm_mode):
     settings.MEMORY_TOPIC_VECTOR = "summary"
     fill_stm(space)
@@ -147,6 +157,8 @@ def test_with_topic_summary_vectors_the_topics_are_embedded_in_one_batch(space, 
     with use_embedder(CountingEmbedder()) as embedder, use_llm(ScriptedLLM([json.dumps(answer)])):
         pages_place(page_id=pending(space)[-1].id, now=T0)
     assert embedder.texts[2:] == ["hiking", "baking"]
+    stored = Page.objects.filter(space=space, segment__isnull=False).order_by("seq")
+    assert all(page.topic_embedding is not None for page in stored)  # a summary's vector differs: it is stored
 
 
 def placement_queries(space, message: str, capture) -> tuple[int, Page]:
@@ -207,7 +219,6 @@ def test_a_large_segment_looks_at_its_summary_and_keywords_again_sixteen_times_p
     refreshed = []
     for size in range(64, 80):
         page = builders.page(space, user_message=f"walk {size} park", segment=big)
-        page.topic_embedding = page.embedding
         refreshed.append("summary" in _segment_refresh(Segment.objects.get(pk=big.pk), page))
         assert Page.objects.filter(segment=big).count() == size
     assert [64 + i for i, done in enumerate(refreshed) if done] == [64, 68, 72, 76]  # 64 to 127 pages: every 4th
