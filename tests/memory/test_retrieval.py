@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 
+import numpy as np
 import pytest
 
 from memory import retrieval
@@ -224,3 +225,13 @@ def test_the_words_of_a_reply_the_system_wrote_are_not_searched(space):
     assert list(Page.objects.filter(search="zebracorn").values_list("assistant_reply", flat=True)) == [
         "A zebracorn answer."
     ]
+
+
+def test_the_question_vector_reaches_postgresql_exactly(db):
+    from django.db import connection
+
+    vector = np.random.default_rng(3).standard_normal(384).astype(np.float32)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s::vector", [retrieval._vector_text(vector)])
+        stored = cursor.fetchone()[0]  # pgvector's text form: the shortest digits of each float32
+    assert np.array_equal(np.array(stored.strip("[]").split(","), dtype=np.float32), vector)
