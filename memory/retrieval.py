@@ -645,7 +645,7 @@ WITH terms AS MATERIALIZED (
 ), hits AS MATERIALIZED (
     SELECT id, {matches}
     FROM {page}, terms
-    WHERE space_id = %(space)s AND search @@ (%(space_lexeme)s::tsquery && terms.either)
+    WHERE search @@ (%(space_lexeme)s::tsquery && terms.either)
 ), idf AS (
     SELECT {idf} FROM (
         SELECT (SELECT count(*) FROM {page} WHERE space_id = %(space)s)::float8 AS n, {frequencies} FROM hits
@@ -670,7 +670,9 @@ def _lexical_sql(n_terms: int) -> str:
     float8), then by ts_rank_cd.
 
     Each term's tsquery is parsed once (`terms`), not once per row; the match ANDs in the space's lexeme, so the
-    GIN index returns this space's matching pages only, however many spaces share the table; the matches carry only
+    GIN index returns this space's matching pages only, however many spaces share the table (and the match names
+    no other condition on the space: with `space_id = …` beside it the planner, which cannot see the terms' tsquery
+    at planning time, may walk the space's every row through the space_id index instead of the GIN index); the matches carry only
     their id and which terms they hold; and ts_rank_cd, the costly part, is computed only for the pages whose IDF
     weight can still reach the list (`cut`), read again by id."""
     return LEXICAL_SQL.format(
