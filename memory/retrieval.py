@@ -282,7 +282,8 @@ class _Batch:
     """Statements that do not depend on each other, sent to PostgreSQL in one round trip (one execute, results read
     in turn). Each statement's parameters are renamed apart (the third statement's `%(space)s` is sent as
     `%(s2_space)s`), so statements need not agree on names. One execute may carry several statements because
-    Django binds parameters on the client with psycopg 3 (its default; `server_side_binding` would refuse it)."""
+    Django binds parameters on the client with psycopg 3, its default; a database configured with the
+    `server_side_binding` option refuses that, and gets the statements one execute each."""
 
     def __init__(self) -> None:
         self.statements: list[_Statement] = []
@@ -295,6 +296,9 @@ class _Batch:
     def run(self) -> None:
         if not self.statements:
             return
+        if connection.settings_dict.get("OPTIONS", {}).get("server_side_binding"):
+            self._run_one_by_one()
+            return
         sql = ";\n".join(_renamed(s.sql, i) for i, s in enumerate(self.statements))
         params = {f"s{i}_{name}": value for i, s in enumerate(self.statements) for name, value in s.params.items()}
         with connection.cursor() as cursor:
@@ -302,6 +306,12 @@ class _Batch:
             for statement in self.statements:
                 statement.rows = cursor.fetchall()
                 cursor.nextset()
+
+    def _run_one_by_one(self) -> None:
+        with connection.cursor() as cursor:
+            for statement in self.statements:
+                cursor.execute(statement.sql, statement.params)
+                statement.rows = cursor.fetchall()
 
 
 PARAMETER = re.compile(r"%\((\w+)\)s")
@@ -672,9 +682,9 @@ def _lexical_sql(n_terms: int) -> str:
     Each term's tsquery is parsed once (`terms`), not once per row; the match ANDs in the space's lexeme, so the
     GIN index returns this space's matching pages only, however many spaces share the table (and the match names
     no other condition on the space: with `space_id = …` beside it the planner, which cannot see the terms' tsquery
-    at planning time, may walk the space's every row through the space_id index instead of the GIN index); the matches carry only
-    their id and which terms they hold; and ts_rank_cd, the costly part, is computed only for the pages whose IDF
-    weight can still reach the list (`cut`), read again by id."""
+    at planning time, may walk the space's every row through the space_id index instead of the GIN index); the
+    matches carry only their id and which terms they hold; and ts_rank_cd, the costly part, is computed only for the
+    pages whose IDF weight can still reach the list (`cut`), read again by id."""
     return LEXICAL_SQL.format(
         page=Page._meta.db_table,
         parsed=", ".join(f"plainto_tsquery('english', %(t{i})s) AS q{i}" for i in range(n_terms)),

@@ -235,3 +235,16 @@ def test_the_question_vector_reaches_postgresql_exactly(db):
         cursor.execute("SELECT %s::vector", [retrieval._vector_text(vector)])
         stored = cursor.fetchone()[0]  # pgvector's text form: the shortest digits of each float32
     assert np.array_equal(np.array(stored.strip("[]").split(","), dtype=np.float32), vector)
+
+
+def test_with_server_side_binding_the_statements_go_one_by_one_and_find_the_same(
+    space, memory, monkeypatch, django_assert_num_queries
+):
+    from django.db import connection
+
+    batched = retrieve(space=space, query="hiking with my dog in May 2026", now=NOW, record_visits=False)
+    options = {**connection.settings_dict.get("OPTIONS", {}), "server_side_binding": True}
+    monkeypatch.setitem(connection.settings_dict, "OPTIONS", options)
+    with django_assert_num_queries(10):  # 8 statements (a date named), then the pages and the segments shown
+        one_by_one = retrieve(space=space, query="hiking with my dog in May 2026", now=NOW, record_visits=False)
+    assert one_by_one.used() == batched.used() and one_by_one.time_range == batched.time_range
