@@ -467,11 +467,8 @@ class _Retrieval:
 
     def read_segments(self, batch: _Batch) -> None:
         """The top segments, those of the loaded pages and the pinned ones, without vectors."""
-        params = {"space": self.space.id, "ids": [s.id for s in self.top]}
-        if "pages" in self.reads:
-            self.reads["shown"] = batch.add(SEGMENTS_SHOWN_WITH_PAGES_SQL, params | self._loaded_params())
-        else:
-            self.reads["shown"] = batch.add(SEGMENTS_SHOWN_SQL, params)
+        params = self._loaded_params() | {"segments": [s.id for s in self.top]}
+        self.reads["shown"] = batch.add(SEGMENTS_SHOWN_SQL, params)
 
     def finish(self) -> None:
         """The ranked pages from the second batch, and the segments attached to what the result shows."""
@@ -520,14 +517,6 @@ ORDER BY id
 """
 
 
-def profile_for_prompts(*, end_user_id: int) -> ProfileVersion | None:
-    """The newest profile version prompts may use (PROFILE_SQL), read on its own."""
-    batch = _Batch()
-    read = batch.add(PROFILE_SQL, {"user": end_user_id, "approved": ReviewState.APPROVED})
-    batch.run()
-    return next(iter(_instances(ProfileVersion, read.rows)), None)
-
-
 # --- Segments ---------------------------------------------------------------------------------------------------
 
 # Reads three columns per segment (at most MTM capacity rows); the few segments a result shows are read afterwards.
@@ -554,18 +543,14 @@ def _segment_scores(rows: list[tuple], query_keywords: list[str]) -> list[_Segme
     return sorted(scored, key=lambda s: (-s.score, s.id))
 
 
-SEGMENTS_SHOWN_SQL = f"""
-SELECT {_columns(Segment)} FROM memory_segment
-WHERE space_id = %(space)s AND (id = ANY(%(ids)s) OR pinned) ORDER BY id
-"""
-
-# The pages LOAD_SQL reads, for the segments they belong to.
+# The pages LOAD_SQL reads (by id, and the neighbours by seq), named again here for the segments they belong to.
 LOADED = "space_id = %(space)s AND (id = ANY(%(ids)s) OR seq = ANY(%(seqs)s))"
 
-SEGMENTS_SHOWN_WITH_PAGES_SQL = f"""
+# The top segments (`segments`), the pinned ones and those of the loaded pages.
+SEGMENTS_SHOWN_SQL = f"""
 SELECT {_columns(Segment)} FROM memory_segment
 WHERE space_id = %(space)s
-  AND (id = ANY(%(ids)s) OR pinned OR id IN (SELECT segment_id FROM memory_page WHERE {LOADED}))
+  AND (id = ANY(%(segments)s) OR pinned OR id IN (SELECT segment_id FROM memory_page WHERE {LOADED}))
 ORDER BY id
 """
 

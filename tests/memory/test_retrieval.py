@@ -248,3 +248,15 @@ def test_with_server_side_binding_the_statements_go_one_by_one_and_find_the_same
     with django_assert_num_queries(10):  # 8 statements (a date named), then the pages and the segments shown
         one_by_one = retrieve(space=space, query="hiking with my dog in May 2026", now=NOW, record_visits=False)
     assert one_by_one.used() == batched.used() and one_by_one.time_range == batched.time_range
+
+
+def test_the_top_segments_are_shown_even_when_none_of_their_pages_is_loaded(space, settings):
+    settings.MEMORY_RETRIEVE_PAGES = 1
+    for i in range(8):  # segments whose summaries match the question, holding pages that do not
+        builders.segment_with_pages(space, summary="watering plants in the garden", messages=[f"tax forms {i}"])
+    for i in range(8):  # and the other way round: these pages are the ones loaded
+        builders.segment_with_pages(space, summary=f"tax forms {i}", messages=["watering plants in the garden"])
+    fused = retrieve(space=space, query="watering plants in the garden", now=NOW, record_visits=False)
+    paper = retrieve(space=space, query="watering plants in the garden", now=NOW, record_visits=False, config=PAPER)
+    assert len(fused.segments) == settings.MEMORY_RETRIEVE_SEGMENTS
+    assert [s.segment.id for s in fused.segments] == [s.segment.id for s in paper.segments]
