@@ -369,6 +369,7 @@ class _Retrieval:
         self.result = RetrievalResult(query=query, query_keywords=extract_keywords(query))
         self.reads: dict[str, _Statement] = {}
         self.vector = ""  # the question's embedding in pgvector's text form, once `search` has embedded it
+        self.terms: list[str] = []  # the question's words for the full-text channel, once `search` has read them
         self.segments: list[_SegmentScore] = []
         self.top: list[_SegmentScore] = []
         self.candidates: dict[int, _Candidate] = {}
@@ -394,9 +395,9 @@ class _Retrieval:
             return
         params = {"space": space.id, "vector": self.vector, "pool": VECTOR_POOL, "limit": CANDIDATES}
         self.reads["vector"] = batch.add(VECTOR_SQL, params)
-        terms = query_terms(query)
-        if self.config.lexical and terms:
-            self.reads["words"] = batch.add(_lexical_sql(len(terms)), _lexical_params(space, terms))
+        self.terms = query_terms(query)
+        if self.config.lexical and self.terms:
+            self.reads["words"] = batch.add(_lexical_sql(len(self.terms)), _lexical_params(space, self.terms))
         if self.config.time:
             self.result.time_range = query_time_range(query, self.now)
             if self.result.time_range is not None:
@@ -436,7 +437,7 @@ class _Retrieval:
         if "vector" in reads:
             self.lists.append(_vector_list(reads["vector"].rows, self.segments, self.config, self.candidates))
         if "words" in reads:
-            self.lists.append(_lexical_list(reads["words"].rows, query_terms(result.query), self.candidates))
+            self.lists.append(_lexical_list(reads["words"].rows, self.terms, self.candidates))
         if "date" in reads:
             self.lists.append(_time_list(reads["date"].rows, result.time_range, self.candidates))
 
