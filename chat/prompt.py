@@ -56,9 +56,10 @@ def estimate_tokens(text: str) -> int:
 
 
 def message_tokens(message: dict) -> int:
-    """About how many tokens one of the caller's messages costs: its text, and its tool calls as JSON."""
+    """About how many tokens one of the caller's messages costs: its text and name, and its tool calls as JSON."""
     calls = message.get("tool_calls")
-    return estimate_tokens(message.get("content") or "") + (estimate_tokens(json.dumps(calls)) if calls else 0)
+    text = estimate_tokens(message.get("content") or "") + estimate_tokens(message.get("name") or "")
+    return text + (estimate_tokens(json.dumps(calls)) if calls else 0)
 
 
 def quoted(text: str) -> str:
@@ -115,6 +116,8 @@ class Prompt:
     history: tuple[dict, ...] = ()
     # What followed `message` in a tool exchange under way (the memory proxy): the model's tool calls, their results.
     exchange: tuple[dict, ...] = ()
+    # The participant's name the caller gave `message` (the memory proxy's `name`), sent on with it.
+    message_name: str = ""
 
     @property
     def system(self) -> str:
@@ -123,7 +126,7 @@ class Prompt:
         return f"{self.instructions}\n\n{self.memory}{caller}"
 
     def messages(self) -> list[dict]:
-        user = {"role": "user", "content": self.message}
+        user = {"role": "user", "content": self.message} | ({"name": self.message_name} if self.message_name else {})
         return [{"role": "system", "content": self.system}, *self.history, user, *self.exchange]
 
 
@@ -241,6 +244,7 @@ def prompt_build(
     conversation: Iterable[dict] = (),
     exchange: Iterable[dict] = (),
     mask: Callable[[str], str] | None = None,
+    message_name: str = "",
 ) -> Prompt:
     """The prompt for `message`, dropping the lowest-ranked memory until its estimated tokens fit `budget`.
 
@@ -248,6 +252,7 @@ def prompt_build(
     assistant's tool calls or a tool's result as the caller sent them): its system messages follow the memory block
     inside the one system message, its other turns come before `message`, unchanged. `exchange` is what came after
     `message` in a tool exchange under way (the assistant's tool calls and their results), sent after it unchanged.
+    `message_name` is the participant's name the caller gave `message`, sent on with it.
     Pure: reads only what `retrieval` already holds. When even no memory at all does not fit, the memory block is
     empty and the prompt goes out over budget (the message itself is never cut). `mask` (the tenant's
     mask-in-prompts redactor) rewrites the message and every memory text, so the model never sees those values.
@@ -262,6 +267,7 @@ def prompt_build(
     dropped: list[MemoryItem] = []
     drop_order = sorted(kept, key=lambda item: (item.rank, item.order))
     fixed = estimate_tokens(instructions) + estimate_tokens(message) + estimate_tokens(caller_system)
+    fixed += estimate_tokens(message_name)
     fixed += sum(message_tokens(m) for m in (*history, *exchange))
     memory = render_memory(kept)
     while drop_order and fixed + estimate_tokens(memory) > budget:
@@ -270,7 +276,9 @@ def prompt_build(
         dropped.append(victim)
         memory = render_memory(kept)
     tokens = fixed + estimate_tokens(memory)
-    return Prompt(instructions, memory, message, kept, dropped, tokens, budget, caller_system, history, exchange)
+    return Prompt(
+        instructions, memory, message, kept, dropped, tokens, budget, caller_system, history, exchange, message_name
+    )
 
 
 def memory_used(retrieval: RetrievalResult, prompt: Prompt) -> dict:

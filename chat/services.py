@@ -168,6 +168,7 @@ def reply_draft(
     actor: Actor | None = None,
     now: datetime | None = None,
     conversation: list[dict] | None = None,
+    message_name: str | None = None,
     stream: bool = False,
     exchange: list[dict] | None = None,
     options: dict | None = None,
@@ -178,9 +179,10 @@ def reply_draft(
     ReplyResult when there is nothing to store: a replayed key, or a failed generation (marked failed already).
     With `stream`, a model's reply is not generated yet: reply_pieces generates it piece by piece.
     The memory proxy also passes `exchange`, the tool calls and tool results that followed `message` in a tool
-    exchange under way, and `options`, request fields for the model as they are (tools, tool_choice, top_p...;
-    `temperature` and `max_tokens` replace the chat's own, the latter never above CHAT_REPLY_MAX_TOKENS); the
-    offline reply ignores both. Raises as reply_generate does.
+    exchange under way, `message_name`, the participant's name the caller gave `message`, and `options`, request
+    fields for the model as they are (tools, tool_choice, top_p...; `temperature` and `max_tokens` replace the
+    chat's own, the latter never above CHAT_REPLY_MAX_TOKENS); the offline reply ignores all three. Raises as
+    reply_generate does.
     """
     message, idempotency_key = message_check(message), _key_check(idempotency_key)
     if not (end_user.is_active and assistant.is_active):
@@ -207,6 +209,7 @@ def reply_draft(
             now=now,
             budget=settings.CHAT_PROMPT_TOKEN_BUDGET,
             conversation=conversation or (),
+            message_name=message_name or "",
             exchange=exchange or (),
             mask=mask if mask else None,
         )

@@ -53,6 +53,7 @@ from memory.steps import llm_configured
 ASSISTANT_HEADER = "X-MemoryOS-Assistant"
 OFFLINE_MODEL = "memoryos-offline"
 ROLES = ("system", "developer", "user", "assistant", "tool")
+NAME_MAX = 64  # a participant's `name`, as long as OpenAI's API has allowed it
 OFFLINE_TOOLS = "Tools need a configured model: this MemoryOS answers offline (no LLM_BASE_URL is set)."
 TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
 
@@ -192,6 +193,7 @@ def _draft(request: HttpRequest, principal: Principal, body: dict) -> Draft | Re
         end_user=end_user,
         assistant=assistant,
         message=body["message"],
+        message_name=body["message_name"],
         idempotency_key=key,
         actor=principal.actor,
         conversation=body["conversation"],
@@ -227,7 +229,8 @@ def _body(request: HttpRequest) -> dict:
     return {
         "user": user.strip(),
         "stream": stream,
-        "message": message,
+        "message": message["content"],
+        "message_name": message.get("name"),
         "conversation": conversation,
         "exchange": exchange,
         "options": options,
@@ -271,11 +274,29 @@ def _messages(data: dict) -> list:
 
 
 def _message(item, index: int) -> dict:
-    """One message for the model: developer counts as system, text parts are joined, an assistant's tool calls and
-    a tool's call id are kept as sent; other roles and other parts (images, audio, files) are refused."""
+    """One message for the model: developer counts as system, text parts are joined, an assistant's tool calls,
+    a tool's call id and a participant's `name` are kept as sent; other roles and other parts (images, audio,
+    files) are refused."""
     param = f"messages.{index}"
     if not isinstance(item, dict) or item.get("role") not in ROLES:
         raise BadRequest(f"Each message needs a role: one of {', '.join(ROLES)}.", f"{param}.role")
+    return _named(_unnamed(item, param), item, param)
+
+
+def _named(message: dict, item: dict, param: str) -> dict:
+    """`message` with the participant's `name` from `item` when it has one (a system message's is not kept: the
+    caller's system text joins the one system message)."""
+    name = item.get("name")
+    if name is None or message["role"] == "system":
+        return message
+    if not isinstance(name, str) or not name.strip():
+        raise BadRequest("A message's `name` must be non-empty text.", f"{param}.name")
+    if len(name) > NAME_MAX:
+        raise BadRequest(f"A message's `name` is at most {NAME_MAX} characters.", f"{param}.name")
+    return message | {"name": name}
+
+
+def _unnamed(item: dict, param: str) -> dict:
     role = "system" if item["role"] == "developer" else item["role"]
     content = _text(item.get("content"), param)
     if role == "assistant" and item.get("tool_calls") is not None:
@@ -305,7 +326,7 @@ def _text(content, param: str) -> str | None:
     return "".join(str(part.get("text", "")) for part in content)
 
 
-def _split(messages: list[dict]) -> tuple[list[dict], str, list[dict]]:
+def _split(messages: list[dict]) -> tuple[list[dict], dict, list[dict]]:
     """The conversation before the user's last message, that message, and the tool exchange after it (the model's
     tool calls and their results, ending with a result), or BadRequest when the messages end otherwise."""
     last = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=None)
@@ -314,7 +335,7 @@ def _split(messages: list[dict]) -> tuple[list[dict], str, list[dict]]:
     exchange = messages[last + 1 :]
     if exchange and (exchange[-1]["role"] != "tool" or any(m["role"] not in ("assistant", "tool") for m in exchange)):
         raise BadRequest("The last message must be the user's, or a tool's result after it.", "messages")
-    return messages[:last], messages[last]["content"], exchange
+    return messages[:last], messages[last], exchange
 
 
 # --- The response --------------------------------------------------------------------------------------------------

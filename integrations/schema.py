@@ -56,6 +56,11 @@ MESSAGE = {
         "content": {"oneOf": [TEXT, TEXT_PARTS], "nullable": True, "description": "Text only."},
         "tool_calls": {"type": "array", "items": OBJECT, "description": "An assistant's calls, sent on unchanged."},
         "tool_call_id": {"type": "string", "description": "The call a `tool` message answers."},
+        "name": {
+            "type": "string",
+            "maxLength": 64,
+            "description": "The participant, sent on to the model (not for system or developer messages).",
+        },
     },
 }
 FIELDS = {

@@ -92,9 +92,35 @@ def test_a_model_failure_mid_stream_ends_the_stream_with_an_error_event_and_stor
     assert not Page.objects.filter(user_message="What is my beagle called?").exists()
 
 
+def test_the_participants_names_reach_the_model_with_their_messages(llm, memory, token):
+    body = {
+        "user": "alice",
+        "messages": [
+            {"role": "system", "content": "Two people share this chat.", "name": "ops"},
+            {"role": "user", "content": "Hello!", "name": "bob"},
+            {"role": "assistant", "content": "Hi Bob.", "name": "helper"},
+            {"role": "user", "content": "What is my beagle called?", "name": "alice"},
+        ],
+    }
+
+    response = post(token, body)
+
+    assert response.status_code == 200, response.content
+    _system, *rest = llm.calls[0]
+    assert rest == [
+        {"role": "user", "content": "Hello!", "name": "bob"},
+        {"role": "assistant", "content": "Hi Bob.", "name": "helper"},
+        {"role": "user", "content": "What is my beagle called?", "name": "alice"},
+    ]
+    assert "name" not in _system
+
+
 @pytest.mark.parametrize(
     ("body", "param"),
     [
+        ({"user": "alice", "messages": [{"role": "user", "content": "Hi", "name": 7}]}, "messages.0.name"),
+        ({"user": "alice", "messages": [{"role": "user", "content": "Hi", "name": " "}]}, "messages.0.name"),
+        ({"user": "alice", "messages": [{"role": "user", "content": "Hi", "name": "x" * 65}]}, "messages.0.name"),
         ({"messages": [{"role": "user", "content": "Hi"}]}, "user"),
         ({"user": "alice", "messages": []}, "messages"),
         ({"user": "alice", "messages": [{"role": "function", "content": "x"}]}, "messages.0.role"),
