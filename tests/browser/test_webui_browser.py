@@ -285,8 +285,16 @@ def test_the_memory_page_pages_its_topics_on_a_phone_with_htmx_and_as_plain_link
     expect(tab.get_by_text("Paged topic 00")).to_be_visible()
     assert "topics=2" in tab.url and tab.evaluate("window.stillTheSamePage") is True
     expect(topics.locator("[aria-current=page]")).to_have_text("2")
+    expect(topics.locator("[aria-current=page]")).to_be_focused()  # "Older" is gone: the focus stays in the pager
     assert page_width(tab) <= PHONE and serious_violations(tab) == []
     screenshot(tab, "webui-memory-paged-phone")
+
+    # from the keyboard, a page number keeps the focus in the pager too
+    topics.get_by_role("link", name="Page 1").focus()
+    tab.keyboard.press("Enter")
+    expect(tab.get_by_text("Paged topic 29")).to_be_visible()
+    expect(topics.locator("[aria-current=page]")).to_have_text("1")
+    expect(topics.locator("[aria-current=page]")).to_be_focused()
 
     # without it, the same pager is plain links
     context = chromium.new_context(base_url=live_server.url, java_script_enabled=False)
