@@ -21,7 +21,7 @@ def test_a_middle_page_links_its_neighbours_and_both_ends_and_elides_the_rest():
 
     numbers = re.findall(r"<li>(?:<a [^>]*>|<span [^>]*>)([^<]+)<", html)
     assert numbers == ["1", "…", "9", "10", "11", "…", "20"]
-    assert '<span aria-current="page" class="page-current">10</span>' in html
+    assert '<span aria-current="page" class="page-current" tabindex="-1">10</span>' in html
     assert 'href="/list/?page=9"' in html and 'rel="prev"' in html and 'href="/list/?page=11"' in html
 
 
