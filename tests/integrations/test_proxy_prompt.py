@@ -106,13 +106,13 @@ def test_the_participants_names_reach_the_model_with_their_messages(llm, memory,
     response = post(token, body)
 
     assert response.status_code == 200, response.content
-    _system, *rest = llm.calls[0]
+    system, *rest = llm.calls[0]
     assert rest == [
         {"role": "user", "content": "Hello!", "name": "bob"},
         {"role": "assistant", "content": "Hi Bob.", "name": "helper"},
         {"role": "user", "content": "What is my beagle called?", "name": "alice"},
     ]
-    assert "name" not in _system
+    assert "name" not in system
 
 
 @pytest.mark.parametrize(
