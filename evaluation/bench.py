@@ -68,6 +68,7 @@ class BenchOptions:
     keep: bool = False
     progress: bool | None = None
     reuse: bool = False  # measure the users of the kept tenant `tenant_slug` instead of building new ones
+    interleave: int = 1  # users whose pages are written interleaved in time (benchdata.full_users_build)
 
 
 @dataclass
@@ -167,6 +168,7 @@ def _build(tenant: Tenant, assistant, options: BenchOptions, source) -> tuple[li
             vectors=vectors,
             seed=options.seed,
             now=timezone.now(),
+            interleave=options.interleave,
             on_user=lambda _: bar.update(1),
         )
     with connection.cursor() as cursor:
@@ -299,6 +301,7 @@ def _header(options, tenant: Tenant, users: list[BenchUser], build_seconds: floa
         "pages_per_user": round(pages / len(users), 1) if users else 0,
         "segments_per_user": settings.MEMORY_MTM_CAPACITY,
         "knowledge_per_user": 2 * settings.MEMORY_KNOWLEDGE_CAPACITY,
+        "interleave": None if options.reuse else options.interleave,
         "build_seconds": round(build_seconds, 1),
         "build_users_per_minute": round(60 * len(users) / build_seconds, 1) if build_seconds else None,
         "embeddings": "random-unit with topic structure (--fake-embeddings)" if options.fake_embeddings else fake.name,

@@ -65,15 +65,37 @@ class Vectors:
 
 
 def full_users_build(
-    *, tenant: Tenant, assistant: Assistant, count: int, vectors: Vectors, seed: int, now: datetime, on_user=None
+    *,
+    tenant: Tenant,
+    assistant: Assistant,
+    count: int,
+    vectors: Vectors,
+    seed: int,
+    now: datetime,
+    interleave: int = 1,
+    on_user=None,
 ) -> list[BenchUser]:
-    """`count` users of `tenant`, each with a full memory with `assistant`; one transaction per user."""
+    """`count` users of `tenant`, each with a full memory with `assistant`; one transaction per `interleave` users.
+
+    The pages of each group of `interleave` users are written in time order across the group, as when users talk at
+    once, so one user's pages spread over the table and its indexes; with 1 (the default) each user's pages lie
+    together, which flatters every read of one user's memory.
+    """
+    if interleave < 1:
+        raise ValueError("interleave must be at least 1")
     users = []
-    for number in range(count):
+    for first in range(0, count, interleave):
         with transaction.atomic():
-            users.append(_user_build(tenant, assistant, f"bench-user-{number:05d}", vectors, seed + number, now))
-        if on_user:
-            on_user(users[-1])
+            group = [
+                _user_start(tenant, assistant, f"bench-user-{number:05d}", vectors, seed + number, now)
+                for number in range(first, min(first + interleave, count))
+            ]
+            copy_insert(Page, sorted((p for user in group for p in user.pages), key=lambda p: (p.at, p.space_id)))
+            built = [_user_finish(user, vectors, now) for user in group]
+        for user in built:
+            users.append(user)
+            if on_user:
+                on_user(user)
     return users
 
 
@@ -87,21 +109,39 @@ def kept_users(tenant: Tenant) -> list[BenchUser]:
     return [BenchUser(end_user_id=s.end_user_id, space_id=s.id, pages=s.page_count) for s in spaces]
 
 
-def _user_build(
+@dataclass
+class _UserInBuild:
+    """A user whose segments are stored and whose pages are made but not yet stored."""
+
+    end_user: EndUser
+    space: MemorySpace
+    generator: TextGenerator
+    topics: list[int]
+    segments: list[Segment]
+    pages: list[Page]
+
+
+def _user_start(
     tenant: Tenant, assistant: Assistant, external_id: str, vectors: Vectors, seed: int, now: datetime
-) -> BenchUser:
+) -> _UserInBuild:
     generator = TextGenerator(seed)
     end_user = EndUser.objects.create(tenant=tenant, external_id=external_id, display_name=external_id.title())
     space = MemorySpace.objects.create(tenant=tenant, end_user=end_user, assistant=assistant)
     topics = [generator.random.randrange(len(TOPICS)) for _ in range(settings.MEMORY_MTM_CAPACITY)]
     segments = _segments_build(space, topics, generator, vectors, now)
-    pages = _pages_build(space, segments, topics, generator, vectors, now)
-    _heat_history_build(space, segments, now)
-    _knowledge_build(space, pages, topics, generator, vectors, now)
-    _profile_build(end_user, topics, generator)
-    _events_build(space, pages, segments)
-    MemorySpace.objects.filter(pk=space.pk).update(next_seq=len(pages) + 1)
-    return BenchUser(end_user_id=end_user.id, space_id=space.id, pages=len(pages))
+    pages = _pages_make(space, segments, topics, generator, vectors, now)
+    return _UserInBuild(end_user, space, generator, topics, segments, pages)
+
+
+def _user_finish(user: _UserInBuild, vectors: Vectors, now: datetime) -> BenchUser:
+    """The rest of a user's memory, once its pages are stored (they have ids)."""
+    space, generator = user.space, user.generator
+    _heat_history_build(space, user.segments, now)
+    _knowledge_build(space, user.pages, user.topics, generator, vectors, now)
+    _profile_build(user.end_user, user.topics, generator)
+    _events_build(space, user.pages, user.segments)
+    MemorySpace.objects.filter(pk=space.pk).update(next_seq=len(user.pages) + 1)
+    return BenchUser(end_user_id=user.end_user.id, space_id=space.id, pages=len(user.pages))
 
 
 def _segments_build(
@@ -124,7 +164,7 @@ def _segments_build(
     return Segment.objects.bulk_create(segments, batch_size=BATCH_SIZE)
 
 
-def _pages_build(
+def _pages_make(
     space: MemorySpace,
     segments: list[Segment],
     topics: list[int],
@@ -132,7 +172,8 @@ def _pages_build(
     vectors: Vectors,
     now: datetime,
 ) -> list[Page]:
-    """About 30 pages per segment, in time order, then a full STM; the vector of a page is its topic vector."""
+    """About 30 pages per segment, in time order, then a full STM, not yet stored; the vector of a page is its topic
+    vector."""
     placed = [
         (segment, topic, generator.turn(TOPICS[topic]))
         for segment, topic in zip(segments, topics, strict=True)
@@ -166,7 +207,7 @@ def _pages_build(
                 source_ref="memory_bench",
             )
         )
-    return copy_insert(Page, pages)
+    return pages
 
 
 def copy_insert(model: type[models.Model], objs: list[models.Model]) -> list[models.Model]:

@@ -81,6 +81,27 @@ class SpaceLexemeVector(SearchVectorCombinable, models.Func):
         super().__init__(quoted)
 
 
+class SearchKeys(models.Func):
+    """`search_keys(space, document)`: one int4 per lexeme of the document, hashing the space with the lexeme, so a
+    GIN index over them lists each word's pages per space (migration 0019 creates the SQL function)."""
+
+    function = "memory_search_keys"
+    output_field = ArrayField(models.IntegerField())
+
+
+def page_words(config: str = "english") -> SearchVector:
+    """A page's searchable words: the message and the reply, the reply left out when the system wrote it."""
+    return SearchVector(
+        "user_message",
+        models.Case(
+            models.When(reply_source=ReplySource.SYSTEM, then=models.Value("")),
+            default=models.F("assistant_reply"),
+            output_field=models.TextField(),
+        ),
+        config=config,
+    )
+
+
 class Tier(models.TextChoices):
     SHORT_TERM = "stm", "Short-term"
     MID_TERM = "mtm", "Mid-term"
@@ -138,20 +159,20 @@ class Page(models.Model):
     # The lexical channel of retrieval: PostgreSQL keeps it in step with the text. 'english' stems ("painting",
     # "paintings" and "painted" meet) and drops stopwords; names are stemmed alike on both sides, so they still match.
     # A reply the system wrote (the offline reply) is never memory, so its words are not searched either. The last
-    # lexeme names the page's space (`space_lexeme`): a query ANDs it in, so the GIN index finds one space's matches
-    # without walking every space's (the index cannot hold space_id itself: btree_gin is not available everywhere).
+    # lexeme names the page's space (`space_lexeme`, no word can match it): a tsquery that ANDs it in gets one space's
+    # matches from the GIN index (the index cannot hold space_id itself: btree_gin is not available everywhere).
     search = models.GeneratedField(
-        expression=SearchVector(
-            "user_message",
-            models.Case(
-                models.When(reply_source=ReplySource.SYSTEM, then=models.Value("")),
-                default=models.F("assistant_reply"),
-                output_field=models.TextField(),
-            ),
-            config="english",
-        )
-        + SpaceLexemeVector(),
+        expression=page_words() + SpaceLexemeVector(),
         output_field=SearchVectorField(),
+        db_persist=True,
+    )
+    # The full-text channel's index keys: one hash of (space, lexeme) per word of `search` (`SearchKeys`). The GIN
+    # index over `search` keeps one posting list per word for every space, which a query walks whole, so its cost grew
+    # with the number of users; over these keys a word's list holds one space's pages. A hash may collide, so a
+    # match is confirmed against `search` itself (exact).
+    search_keys = models.GeneratedField(
+        expression=SearchKeys("space_id", page_words()),
+        output_field=ArrayField(models.IntegerField()),
         db_persist=True,
     )
     # The embedding quantised to one bit per dimension (sign): the vector channel ranks a space's pages by Hamming
@@ -177,6 +198,7 @@ class Page(models.Model):
             # retrieval asks for a space's pinned pages on every query: few rows, found without a scan
             models.Index(fields=["space"], condition=models.Q(pinned=True), name="page_space_pinned"),
             GinIndex(fields=["search"], name="page_search"),
+            GinIndex(fields=["search_keys"], name="page_search_keys"),
             # the vector channel's first pass reads only this index (an index-only scan): ~50 buffers a space
             models.Index(fields=["space"], include=["id", "embedding_bits"], name="page_space_bits"),
         ]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from itertools import pairwise
 
 import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
 from evaluation.bench import TaskClock
+from evaluation.benchdata import Vectors, full_users_build
 from evaluation.benchfakes import BenchEmbedder, BenchLLM
 from evaluation.benchtext import TOPICS, TextGenerator
 from memory.llm import use_llm
@@ -164,3 +166,41 @@ def test_reusing_needs_a_kept_tenant():
         call_command("memory_bench", "--reuse", "--fake-embeddings")
     with pytest.raises(CommandError, match="No kept benchmark users in tenant 'nowhere'"):
         call_command("memory_bench", "--reuse", "--tenant", "nowhere", "--fake-embeddings")
+
+
+def _memories(tenant: Tenant) -> list[list[tuple]]:
+    """Each built user's pages as (seq, message, tier), in seq order."""
+    return [
+        list(Page.objects.filter(space__end_user=user).order_by("seq").values_list("seq", "user_message", "tier"))
+        for user in tenant.end_users.order_by("external_id")
+    ]
+
+
+@pytest.mark.django_db
+def test_interleaved_users_get_the_same_memories_with_their_pages_written_in_time_order_across_them(
+    settings, tenant, other_tenant
+):
+    settings.MEMORY_MTM_CAPACITY = 3
+    settings.MEMORY_KNOWLEDGE_CAPACITY = 2
+    now = datetime(2026, 11, 1, tzinfo=UTC)
+    built = {}
+    for target, interleave in ((tenant, 1), (other_tenant, 3)):
+        vectors = Vectors(BenchEmbedder(name="bench", dimension=384, seed=7))
+        assistant = target.assistants.get(external_id="ava")
+        built[interleave] = full_users_build(
+            tenant=target, assistant=assistant, count=4, vectors=vectors, seed=7, now=now, interleave=interleave
+        )
+
+    assert _memories(tenant) == _memories(other_tenant)
+    assert [u.pages for u in built[1]] == [u.pages for u in built[3]]
+    group = [u.space_id for u in built[3][:3]]
+    written = list(Page.objects.filter(space_id__in=group).order_by("id").values_list("space_id", "at"))
+    assert [at for _, at in written] == sorted(at for _, at in written)  # one timeline across the three users
+    switches = sum(1 for before, after in pairwise(written) if before[0] != after[0])
+    assert switches > len(written) // 2  # the users' pages alternate, not lie in three runs
+    assert KnowledgeEntry.objects.filter(end_user__tenant=other_tenant).count() == 4 * 2 * 2
+
+
+def test_users_cannot_be_interleaved_in_groups_of_less_than_one():
+    with pytest.raises(CommandError, match="--interleave must be at least 1"):
+        call_command("memory_bench", "--interleave", "0", "--fake-embeddings")

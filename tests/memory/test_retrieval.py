@@ -107,6 +107,29 @@ def test_words_naming_a_space_match_no_space_lexeme(space, memory, other_space):
     assert [p.page.user_message for p in result.pages if "words" in p.found_by] == ["baking sourdough bread at home"]
 
 
+def test_a_page_whose_keys_collide_with_the_questions_is_found_by_words_only_if_it_holds_them(space, memory):
+    from django.db import connection
+
+    with connection.cursor() as cursor:  # the worst collisions: every key of the space answers every question
+        cursor.execute(
+            "CREATE OR REPLACE FUNCTION memory_search_keys(space bigint, document tsvector) RETURNS integer[]"
+            " LANGUAGE sql IMMUTABLE"
+            " AS $$ SELECT ARRAY(SELECT DISTINCT unnest(search_keys) FROM memory_page WHERE space_id = space) $$"
+        )
+    result = retrieve(space=space, query="sourdough", now=NOW)
+    assert [p.page.user_message for p in result.pages if "words" in p.found_by] == ["baking sourdough bread at home"]
+
+
+def test_the_same_words_in_two_spaces_have_different_keys(space, other_space):
+    mine = builders.page(space, user_message="Sourdough starter", assistant_reply="Feed it.")
+    theirs = builders.page(other_space, user_message="Sourdough starter", assistant_reply="Feed it.")
+    mine_keys, theirs_keys = (
+        Page.objects.filter(pk=p.pk).values_list("search_keys", flat=True).get() for p in (mine, theirs)
+    )
+    assert len(mine_keys) == len(theirs_keys) == 3  # sourdough, starter, feed
+    assert not set(mine_keys) & set(theirs_keys)
+
+
 def test_the_vector_channel_re_ranks_its_first_pass_by_exact_cosine(space, memory, monkeypatch):
     errands = ["post office", "dry cleaning", "pharmacy", "bike repair", "library books", "car wash", "bakery", "bank"]
     messages = [f"errand today: {errand}" for errand in errands]

@@ -36,6 +36,13 @@ class Command(BaseCommand):
             action="store_true",
             help="measure the full users of the kept tenant named by --tenant instead of building new ones",
         )
+        parser.add_argument(
+            "--interleave",
+            type=int,
+            default=1,
+            help="build users in groups of N whose pages are written interleaved in time, as when users talk at once "
+            "(default 1: each user's pages together)",
+        )
         parser.add_argument("--out", type=Path, default=Path("bench.json"))
         parser.add_argument("--no-progress", action="store_true", help="no progress bars")
         parser.add_argument(
@@ -65,7 +72,10 @@ class Command(BaseCommand):
             keep=options["keep"],
             progress=False if options["no_progress"] else None,
             reuse=options["reuse"],
+            interleave=options["interleave"],
         )
+        if run.interleave < 1:
+            raise CommandError("--interleave must be at least 1.")
         if run.reuse and not run.tenant_slug:
             raise CommandError("--reuse measures a kept tenant: name it with --tenant.")
         try:

@@ -1,0 +1,47 @@
+"""Migration 0019 on pages stored before it: every page gains the keys of its words in its space, and the
+full-text channel finds it through them."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from memory.retrieval import retrieve
+from tests import builders
+from tests.builders import T0
+
+BEFORE = [("memory", "0018_topic_vectors_stored_once")]
+
+
+def _migrate(targets) -> None:
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+
+
+def _latest() -> list[tuple[str, str]]:
+    return MigrationExecutor(connection).loader.graph.leaf_nodes("memory")
+
+
+def _page_columns() -> set[str]:
+    with connection.cursor() as cursor:
+        return {column.name for column in connection.introspection.get_table_description(cursor, "memory_page")}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pages_stored_before_the_migration_are_found_by_their_words(space):
+    segment = builders.segment_with_pages(space, summary="bread", messages=["baking sourdough bread at home"])
+    page = segment.pages.get()
+    try:
+        _migrate(BEFORE)
+        assert "search_keys" not in _page_columns()
+
+        _migrate(_latest())
+
+        result = retrieve(space=space, query="sourdough", now=T0 + timedelta(days=2), record_visits=False)
+        assert [p.page.id for p in result.pages if "words" in p.found_by] == [page.id]
+    finally:
+        _migrate(_latest())
