@@ -42,7 +42,7 @@ def test_copies_of_the_page_vector_are_cleared_and_summary_vectors_kept(space):
         assert np.allclose(summarised.topic_embedding, summary_vector)
 
         _migrate(BEFORE)
-        copied.refresh_from_db()
+        copied.refresh_from_db(fields=["embedding", "topic_embedding"])  # later columns are gone at 0017
         assert np.array_equal(copied.topic_embedding, copied.embedding)
     finally:
         _migrate(_latest())
