@@ -45,3 +45,11 @@ def test_pages_stored_before_the_migration_are_found_by_their_words(space):
         assert [p.page.id for p in result.pages if "words" in p.found_by] == [page.id]
     finally:
         _migrate(_latest())
+
+
+@pytest.mark.django_db
+def test_the_page_word_indexes_insert_directly_without_a_pending_list_every_search_would_scan():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relname, reloptions FROM pg_class WHERE relname IN ('page_search', 'page_search_keys')")
+        options = dict(cursor.fetchall())
+    assert options == {"page_search": ["fastupdate=off"], "page_search_keys": ["fastupdate=off"]}
