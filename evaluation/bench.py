@@ -294,6 +294,13 @@ def _ingest(tenant: Tenant, options: BenchOptions, generator: TextGenerator, clo
     }
 
 
+def _shared_buffers() -> str:
+    """PostgreSQL's own cache: at 1,000 interleaved users retrieval doubles between 128 MB and 6 GB (docs/results.md)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW shared_buffers")
+        return cursor.fetchone()[0]
+
+
 def _header(options, tenant: Tenant, users: list[BenchUser], build_seconds: float, fake, seconds: float) -> dict:
     pages = sum(u.pages for u in users)
     return {
@@ -312,6 +319,7 @@ def _header(options, tenant: Tenant, users: list[BenchUser], build_seconds: floa
         "samples": options.samples,
         "machine": {
             "cpus": os.cpu_count(),
+            "postgresql_shared_buffers": _shared_buffers(),
             "python": platform.python_version(),
             "platform": platform.platform(terse=True),
         },

@@ -98,7 +98,8 @@ def test_a_small_bench_run_writes_every_figure_and_removes_its_tenant(tmp_path, 
     )
 
     bench = json.loads(out.read_text())
-    assert bench["users"] == 2
+    assert bench["users"] == 2 and bench["interleave"] == 1
+    assert bench["machine"]["postgresql_shared_buffers"].endswith("B")  # e.g. 128MB: retrieval depends on it
     for key in ("p50", "p95", "p99"):
         assert bench["retrieval_ms"][key] > 0
     assert bench["record_turn_ms"]["p95"] > 0
