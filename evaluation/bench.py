@@ -295,7 +295,7 @@ def _ingest(tenant: Tenant, options: BenchOptions, generator: TextGenerator, clo
 
 
 def _shared_buffers() -> str:
-    """PostgreSQL's own cache: at 1,000 interleaved users retrieval doubles between 128 MB and 6 GB (docs/results.md)."""
+    """PostgreSQL's own cache: at 1,000 interleaved users retrieval p95 was 102 ms at 128 MB, 36.5 ms at 6 GB."""
     with connection.cursor() as cursor:
         cursor.execute("SHOW shared_buffers")
         return cursor.fetchone()[0]
