@@ -107,15 +107,23 @@ def test_words_naming_a_space_match_no_space_lexeme(space, memory, other_space):
     assert [p.page.user_message for p in result.pages if "words" in p.found_by] == ["baking sourdough bread at home"]
 
 
-def test_a_page_whose_keys_collide_with_the_questions_is_found_by_words_only_if_it_holds_them(space, memory):
+def test_a_page_whose_keys_collide_with_the_questions_is_found_by_words_only_if_it_holds_them_in_this_space(
+    space, memory, other_space
+):
     from django.db import connection
 
-    with connection.cursor() as cursor:  # the worst collisions: every key of the space answers every question
+    builders.segment_with_pages(other_space, summary="bread", messages=["sourdough starter on the shelf"])
+    with connection.cursor() as cursor:  # the worst collisions: every key of every space answers every question
         cursor.execute(
             "CREATE OR REPLACE FUNCTION memory_search_keys(space bigint, document tsvector) RETURNS integer[]"
-            " LANGUAGE sql IMMUTABLE"
-            " AS $$ SELECT ARRAY(SELECT DISTINCT unnest(search_keys) FROM memory_page WHERE space_id = space) $$"
+            " LANGUAGE sql IMMUTABLE AS $$ SELECT ARRAY(SELECT DISTINCT unnest(search_keys) FROM memory_page) $$"
         )
+    with connection.cursor() as cursor:  # the channel's own list, before loading (which names the space again)
+        cursor.execute(retrieval._lexical_sql(1), retrieval._lexical_params(space, ["sourdough"]))
+        found = [row[0] for row in cursor.fetchall()]
+    assert found == list(
+        Page.objects.filter(space=space, user_message__contains="sourdough").values_list("id", flat=True)
+    )
     result = retrieve(space=space, query="sourdough", now=NOW)
     assert [p.page.user_message for p in result.pages if "words" in p.found_by] == ["baking sourdough bread at home"]
 
