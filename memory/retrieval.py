@@ -28,7 +28,7 @@ from pgvector.django import CosineDistance
 
 from memory.heat import jaccard
 from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, ReviewState, Segment
-from memory.models.tiers import KnowledgeKind, Tier, space_lexeme, topic_vector_of, unread_fields
+from memory.models.tiers import KnowledgeKind, Tier, topic_vector_of, unread_fields
 from memory.services.embedding_state import embedder_for_store
 from memory.services.heat_samples import segment_visits_queue
 from memory.text import STOPWORDS, extract_keywords
@@ -637,9 +637,7 @@ def query_terms(query: str) -> list[str]:
 
 LEXICAL_SQL = """
 WITH terms AS MATERIALIZED (
-    SELECT {terms}, {either} AS either, %(space_lexeme)s::tsquery AS space,
-           memory_search_keys(%(space)s, {documents}) AS keys
-    FROM (SELECT {parsed}) parsed
+    SELECT {terms}, {either} AS either, memory_search_keys(%(space)s, {documents}) AS keys FROM (SELECT {parsed}) parsed
 ), hits AS MATERIALIZED (
     SELECT id, {matches}
     FROM {page}, terms
@@ -669,9 +667,9 @@ def _lexical_sql(n_terms: int) -> str:
 
     Each term's tsquery is parsed once (`terms`), not once per row. Pages are found by their space-scoped keys
     (`Page.search_keys`: the GIN index reads this space's list of each word, however many spaces share the table,
-    and the statement names no other condition on the space, which could tempt the planner into walking the space's
+    and no other condition on the space filters the scan, which could tempt the planner into walking the space's
     every row); a key's hash may collide, with another word or another space's, so which terms a page holds is
-    tested on `search` itself, with the space's lexeme ANDed in, and a page that holds none is dropped. The matches
+    tested on `search` itself and on the page's own space, and a page that holds none is dropped. The matches
     carry only their id and those flags; ts_rank_cd, the costly part, is computed only for the pages whose IDF
     weight can still reach the list (`cut`), read again by id."""
     return LEXICAL_SQL.format(
@@ -680,7 +678,7 @@ def _lexical_sql(n_terms: int) -> str:
         terms=", ".join(f"q{i}" for i in range(n_terms)),
         either="(" + " || ".join(f"q{i}" for i in range(n_terms)) + ")",
         documents=" || ".join(f"to_tsvector('english', %(t{i})s)" for i in range(n_terms)),
-        matches=", ".join(f"(search @@ (terms.space && terms.q{i}))::int AS m{i}" for i in range(n_terms)),
+        matches=", ".join(f"(space_id = %(space)s AND search @@ terms.q{i})::int AS m{i}" for i in range(n_terms)),
         frequencies=", ".join(f"sum(m{i})::float8 AS d{i}" for i in range(n_terms)),
         idf=", ".join(f"ln(1.0 + (n - d{i} + 0.5) / (d{i} + 0.5)) AS w{i}" for i in range(n_terms)),
         flags=", ".join(f"m{i}" for i in range(n_terms)),
@@ -693,7 +691,6 @@ def _lexical_sql(n_terms: int) -> str:
 def _lexical_params(space: MemorySpace, terms: list[str]) -> dict:
     return {
         "space": space.id,
-        "space_lexeme": space_lexeme(space.id),
         "limit": CANDIDATES,
         **{f"t{i}": term for i, term in enumerate(terms)},
     }

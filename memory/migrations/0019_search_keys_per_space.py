@@ -4,7 +4,7 @@ The GIN index over `search` keeps one posting list per word holding every space'
 what a query returns, but the index still walks the whole lists of the question's common words, so retrieval slowed
 as users were added. `search_keys` holds one int4 per lexeme of the page, a hash of the space with the lexeme
 (`memory_search_keys`), and its GIN index keeps a list per word and space: a question reads its own space's lists.
-Hashes may collide, so the channel confirms every match against `search` and its space lexeme (exact, as before).
+Hashes may collide, so the channel confirms every match against `search` and the page's space (exact, as before).
 
 Both GIN indexes of pages insert directly (`fastupdate = off`): with a pending list every query scans the entries
 not yet merged (up to 4 MB: 3 ms of a 9 ms full-text statement at 1,000 users, measured), while a page's insert

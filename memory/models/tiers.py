@@ -169,7 +169,7 @@ class Page(models.Model):
     # The full-text channel's index keys: one hash of (space, lexeme) per word of `search` (`SearchKeys`). The GIN
     # index over `search` keeps one posting list per word for every space, which a query walks whole, so its cost grew
     # with the number of users; over these keys a word's list holds one space's pages. A hash may collide (with
-    # another word or another space's), so a match is confirmed against `search` and its space lexeme (exact).
+    # another word or another space's), so a match is confirmed against `search` and the page's space (exact).
     search_keys = models.GeneratedField(
         expression=SearchKeys("space_id", page_words()),
         output_field=ArrayField(models.IntegerField()),
