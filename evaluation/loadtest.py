@@ -280,6 +280,11 @@ def _check(report: LoadReport, tenant: Tenant, entries: list[dict]) -> None:
     report.server_errors = sum(n for code, n in statuses.items() if int(code) >= 500)
     if report.server_errors:
         report.problems.append(f"{report.server_errors} answers were 5xx")
+        report.problems += [
+            f"{e['name']} answered {e['status']}: {e.get('failure') or '(no body)'}"
+            for e in entries
+            if e["kind"] == "request" and e["status"] >= 500
+        ]
     gone = Counter(str(e["status"]) for e in entries if e["kind"] == "request" and e.get("gone"))
     expected = {"200", "201", "202", "409", "410"}
     unexpected = {c: n - gone[c] for c, n in statuses.items() if c not in expected and n > gone[c] and int(c) < 500}

@@ -58,7 +58,8 @@ class ApiUser(HttpUser):
                 response.failure(f"HTTP {code}")
             else:
                 response.success()
-        record(kind="request", name=name, status=code, gone=code == gone and code not in EXPECTED)
+        failure = response.text[:500] if code >= 500 else ""  # what the server said, for the report's problems
+        record(kind="request", name=name, status=code, gone=code == gone and code not in EXPECTED, failure=failure)
         return code, data if isinstance(data, dict) else {}
 
 
