@@ -7,23 +7,14 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from memory.retrieval import retrieve
 from tests import builders
 from tests.builders import T0
+from tests.memory.migrating import latest as _latest
+from tests.memory.migrating import migrate as _migrate
 
 BEFORE = [("memory", "0018_topic_vectors_stored_once")]
-
-
-def _migrate(targets) -> None:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-
-
-def _latest() -> list[tuple[str, str]]:
-    return MigrationExecutor(connection).loader.graph.leaf_nodes("memory")
 
 
 def _page_columns() -> set[str]:

@@ -5,21 +5,12 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from tests import builders
+from tests.memory.migrating import latest as _latest
+from tests.memory.migrating import migrate as _migrate
 
 BEFORE = [("memory", "0015_pii_personal_data")]
-
-
-def _migrate(targets) -> None:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-
-
-def _latest() -> list[tuple[str, str]]:
-    return MigrationExecutor(connection).loader.graph.leaf_nodes("memory")
 
 
 def _column(page_id: int, expression: str):

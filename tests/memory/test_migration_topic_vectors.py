@@ -5,23 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
 from memory.models import Page
 from tests import builders
+from tests.memory.migrating import latest as _latest
+from tests.memory.migrating import migrate as _migrate
 
 BEFORE = [("memory", "0017_retrieval_pages_rewritten_inline")]
-
-
-def _migrate(targets) -> None:
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-
-
-def _latest() -> list[tuple[str, str]]:
-    return MigrationExecutor(connection).loader.graph.leaf_nodes("memory")
 
 
 @pytest.mark.django_db(transaction=True)
