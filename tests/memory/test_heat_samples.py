@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from unittest.mock import patch
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memory.heat import heat_of
 from memory.models import HeatSample, Segment, SegmentVisit
 from memory.models.tiers import HeatEvent
-from memory.services.heat_samples import segment_visits_apply, segment_visits_queue
+from memory.services.heat_samples import ASYNCHRONOUS_COMMIT_SQL, segment_visits_apply, segment_visits_queue
+from memory.tasks import segment_visits_apply_task
 from tests import builders
 from tests.builders import T0
 
@@ -77,3 +81,31 @@ def test_no_segment_no_query_and_a_deleted_segment_is_skipped(space, django_asse
     Segment.objects.filter(pk=later_gone.pk).delete()
     assert segment_visits_apply() == 0
     assert not HeatSample.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_visits_queued_outside_a_transaction_commit_at_once_without_waiting_for_the_disk(settings):
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    space = builders.space_of(builders.end_user(tenant="visits"))
+    visited = segment(space)
+    woken = []
+    with (
+        CaptureQueriesContext(connection) as queries,
+        patch.object(segment_visits_apply_task, "delay", lambda: woken.append("after commit")),
+    ):
+        assert segment_visits_queue(segment_ids=[visited.id], now=NOW) == [visited.id]
+    statements = [q["sql"] for q in queries.captured_queries]
+    assert statements[:2] == ["BEGIN", ASYNCHRONOUS_COMMIT_SQL] and statements[2].startswith("INSERT")
+    assert statements[3:] == ["COMMIT"]
+    assert not connection.in_atomic_block and woken == ["after commit"]
+    assert SegmentVisit.objects.count() == 1
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone() == ("on",), "the setting was for that one commit"
+
+
+def test_visits_queued_inside_a_transaction_commit_with_it_at_its_durability(space):
+    visited = segment(space)
+    with CaptureQueriesContext(connection) as queries:
+        segment_visits_queue(segment_ids=[visited.id], now=NOW)
+    assert ASYNCHRONOUS_COMMIT_SQL not in [q["sql"] for q in queries.captured_queries]
