@@ -639,7 +639,7 @@ LEXICAL_SQL = """
 WITH terms AS MATERIALIZED (
     SELECT {terms}, {either} AS either, memory_search_keys(%(space)s, {documents}) AS keys FROM (SELECT {parsed}) parsed
 ), hits AS MATERIALIZED (
-    SELECT id, {matches}
+    SELECT id, ctid AS address, {matches}
     FROM {page}, terms
     WHERE search_keys && terms.keys
 ), idf AS (
@@ -647,12 +647,12 @@ WITH terms AS MATERIALIZED (
         SELECT (SELECT count(*) FROM {page} WHERE space_id = %(space)s)::float8 AS n, {frequencies} FROM hits
     ) totals
 ), weighted AS MATERIALIZED (
-    SELECT id, {flags}, {weight} AS weight FROM hits, idf WHERE {held_any}
+    SELECT id, address, {flags}, {weight} AS weight FROM hits, idf WHERE {held_any}
 ), cut AS (
     SELECT min(weight) AS weight FROM (SELECT weight FROM weighted ORDER BY weight DESC LIMIT %(limit)s) best
 )
 SELECT page.id, page.seq, {held}, weighted.weight, ts_rank_cd(page.search, terms.either) AS rank
-FROM weighted JOIN {page} page ON page.id = weighted.id, cut, terms
+FROM weighted JOIN {page} page ON page.ctid = weighted.address, cut, terms
 WHERE weighted.weight >= cut.weight
 ORDER BY weighted.weight DESC, rank DESC, page.id
 LIMIT %(limit)s
@@ -671,7 +671,8 @@ def _lexical_sql(n_terms: int) -> str:
     every row); a key's hash may collide, with another word or another space's, so which terms a page holds is
     tested on `search` itself and on the page's own space, and a page that holds none is dropped. The matches
     carry only their id and those flags; ts_rank_cd, the costly part, is computed only for the pages whose IDF
-    weight can still reach the list (`cut`), read again by id."""
+    weight can still reach the list (`cut`), read again by their row's address (`ctid`, one buffer each where a
+    lookup by id reads four; stable within the statement, whose snapshot keeps the row versions it saw)."""
     return LEXICAL_SQL.format(
         page=Page._meta.db_table,
         parsed=", ".join(f"plainto_tsquery('english', %(t{i})s) AS q{i}" for i in range(n_terms)),
