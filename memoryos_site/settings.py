@@ -166,6 +166,14 @@ TEMPLATES = [
 DATABASE_URL = env_str("DATABASE_URL")
 EMBEDDED_DATABASE = not DATABASE_URL
 EMBEDDED_PGDATA = VAR_DIR / "pgdata"
+# The embedded server's own cache (PostgreSQL's shared_buffers), e.g. "2GB": retrieval over many users' memory
+# depends on it (docs/scaling.md). Empty keeps PostgreSQL's default, 128 MB, enough for the quick start.
+EMBEDDED_DB_SHARED_BUFFERS = env_str("EMBEDDED_DB_SHARED_BUFFERS").strip()
+if EMBEDDED_DB_SHARED_BUFFERS and not re.fullmatch(r"[1-9]\d*(MB|GB)", EMBEDDED_DB_SHARED_BUFFERS):
+    raise ImproperlyConfigured(
+        "EMBEDDED_DB_SHARED_BUFFERS must be a size in MB or GB such as 512MB or 2GB, "
+        f"not {EMBEDDED_DB_SHARED_BUFFERS!r}"
+    )
 if EMBEDDED_DATABASE:
     # Only where the server listens: the memoryos_site.db backend starts it when a process first connects.
     _embedded_url = embedded_database_url(embedded_socket_dir(EMBEDDED_PGDATA))

@@ -19,30 +19,40 @@ PROBE = (
 )
 
 
-def manage(var_dir: Path, *args: str, background: bool = False):
+def manage(var_dir: Path, *args: str, background: bool = False, shared_buffers: str = ""):
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"}
+        if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_ALLOW_ASYNC_UNSAFE", "EMBEDDED_DB_SHARED_BUFFERS"}
     }
     env["MEMORYOS_VAR_DIR"] = str(var_dir)
+    env["EMBEDDED_DB_SHARED_BUFFERS"] = shared_buffers
     command = [sys.executable, "manage.py", *args]
     if background:
         return subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     return subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=240)
 
 
+SHOW_SHARED_BUFFERS = (
+    "from django.db import connection; cursor = connection.cursor(); cursor.execute('SHOW shared_buffers'); "
+    "print('shared_buffers', cursor.fetchone()[0])"
+)
+
+
 def postmaster_pid(var_dir: Path) -> int:
     return int((var_dir / "pgdata" / "postmaster.pid").read_text().splitlines()[0])
 
 
-def stop(var_dir: Path) -> None:
+def stop(var_dir: Path, *, wait: bool = False) -> None:
     pid_file = var_dir / "pgdata" / "postmaster.pid"
     if pid_file.exists():
         try:
             os.kill(postmaster_pid(var_dir), signal.SIGTERM)
         except ProcessLookupError:
             pass
+    deadline = time.monotonic() + 30
+    while wait and pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 @pytest.fixture
@@ -90,3 +100,22 @@ def test_a_damaged_data_directory_is_one_line_saying_what_to_delete(var_dir):
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert f"delete {var_dir / 'pgdata'}" in result.stderr
+
+
+@pytest.mark.slow
+def test_the_embedded_servers_cache_size_comes_from_the_environment_and_a_size_it_cannot_take_is_taken_back(
+    var_dir,
+):
+    started = manage(var_dir, "shell", "-c", SHOW_SHARED_BUFFERS, shared_buffers="48MB")
+    assert "shared_buffers 48MB" in started.stdout, started.stderr
+    running = manage(var_dir, "shell", "-c", SHOW_SHARED_BUFFERS, shared_buffers="64MB")
+    assert "shared_buffers 48MB" in running.stdout, "a server others use is not restarted under them"
+    assert "takes effect when the embedded PostgreSQL next starts" in running.stderr
+    stop(var_dir, wait=True)
+    assert "shared_buffers 64MB" in manage(var_dir, "shell", "-c", SHOW_SHARED_BUFFERS).stdout, "stored, unset since"
+    stop(var_dir, wait=True)
+    too_large = manage(var_dir, "shell", "-c", SHOW_SHARED_BUFFERS, shared_buffers="4000GB")
+    assert too_large.returncode != 0 and "Traceback" not in too_large.stderr
+    assert "did not start with shared_buffers = 4000GB" in too_large.stderr
+    after = manage(var_dir, "shell", "-c", SHOW_SHARED_BUFFERS)
+    assert after.returncode == 0 and "shared_buffers 64MB" in after.stdout, "started again with the size it had"
