@@ -378,4 +378,8 @@ class KnowledgeEntry(models.Model):
                 name="knowledge_not_stored_twice",
             ),
         ]
-        indexes = [models.Index(fields=["end_user", "kind", "created_at"], name="knowledge_owner_created")]
+        indexes = [
+            models.Index(fields=["end_user", "kind", "created_at"], name="knowledge_owner_created"),
+            # Retrieval reads a user's pinned facts on every turn: the few pinned, not all of the user's entries.
+            models.Index(fields=["end_user"], condition=models.Q(pinned=True), name="knowledge_user_pinned"),
+        ]

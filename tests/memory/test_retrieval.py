@@ -8,10 +8,11 @@ from datetime import timedelta
 
 import numpy as np
 import pytest
+from django.db import connection
 
 from memory import retrieval
 from memory.models import HeatSample, Page, Segment
-from memory.models.tiers import HeatEvent, ReplySource
+from memory.models.tiers import HeatEvent, KnowledgeKind, ReplySource, ReviewState
 from memory.retrieval import DEFAULT, PAPER, query_terms, retrieve
 from memory.services.embedding_state import embedder_for_store
 from memory.services.heat_samples import segment_visits_apply
@@ -173,6 +174,21 @@ def test_a_question_naming_a_date_takes_no_query_more(space, memory, django_asse
         retrieve(space=space, query="what did I bake last winter?", now=NOW, record_visits=False)
     with django_assert_num_queries(2):  # the dated pages are one more statement of the first batch
         retrieve(space=space, query="what did I bake in January 2026?", now=NOW, record_visits=False)
+
+
+def test_the_read_of_pinned_knowledge_is_answered_by_the_users_pinned_entries_alone(space, memory):
+    """Its index holds only pinned entries, so the read no longer walks all of a user's facts on every turn."""
+    params = {
+        "user": space.end_user_id,
+        "approved": ReviewState.APPROVED,
+        "assistant": space.assistant_id,
+        "user_kind": KnowledgeKind.USER,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")  # a test's few rows would be read whole otherwise
+        cursor.execute("EXPLAIN " + retrieval.PINNED_KNOWLEDGE_SQL, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "knowledge_user_pinned" in plan
 
 
 def test_the_paper_pipeline_reads_only_the_top_segments_pages(space, memory, settings):
