@@ -87,10 +87,19 @@ def is_hot(heat: Heat) -> bool:
 
 def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
     """|A ∩ B| / |A ∪ B| over keyword sets, case-insensitive; 0 when both are empty."""
-    set_a = {k.lower() for k in a}
-    set_b = {k.lower() for k in b}
-    union = set_a | set_b
-    return len(set_a & set_b) / len(union) if union else 0.0
+    return keyword_set_jaccard(keyword_set(a), keyword_set(b))
+
+
+def keyword_set(keywords: Iterable[str]) -> set[str]:
+    """Keywords as jaccard compares them: lowercase, each once."""
+    return {k.lower() for k in keywords}
+
+
+def keyword_set_jaccard(a: set[str], b: set[str]) -> float:
+    """jaccard of two keyword sets already made by `keyword_set` (one side made once for many comparisons)."""
+    shared = len(a & b)
+    union = len(a) + len(b) - shared
+    return shared / union if union else 0.0
 
 
 def f_score(cosine: float, keywords_a: Iterable[str], keywords_b: Iterable[str]) -> float:

@@ -26,7 +26,7 @@ from django.db.models.sql.compiler import SQLCompiler
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from memory.heat import jaccard
+from memory.heat import keyword_set, keyword_set_jaccard
 from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, ReviewState, Segment
 from memory.models.tiers import KnowledgeKind, Tier, topic_vector_of, unread_fields
 from memory.services.embedding_state import embedder_for_store
@@ -537,9 +537,9 @@ class _SegmentScore:
 
 def _segment_scores(rows: list[tuple], query_keywords: list[str]) -> list[_SegmentScore]:
     """F(query) for every segment of the space, best first, ties by id."""
-    scored = []
+    scored, query = [], keyword_set(query_keywords)
     for segment_id, cosine, keywords in rows:
-        overlap = jaccard(query_keywords, keywords)
+        overlap = keyword_set_jaccard(query, keyword_set(keywords))
         scored.append(_SegmentScore(segment_id, cosine + overlap, cosine, overlap))  # F = cosine + Jaccard
     return sorted(scored, key=lambda s: (-s.score, s.id))
 
