@@ -4,6 +4,7 @@ in a bounded number of queries."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from datetime import timedelta
 
 import numpy as np
@@ -127,6 +128,17 @@ def test_a_page_whose_keys_collide_with_the_questions_is_found_by_words_only_if_
     )
     result = retrieve(space=space, query="sourdough", now=NOW)
     assert [p.page.user_message for p in result.pages if "words" in p.found_by] == ["baking sourdough bread at home"]
+
+
+def test_a_words_idf_counts_the_pages_the_space_has_stored_deleted_ones_included(space):
+    builders.page(space, user_message="my dog Biscuit", assistant_reply="Cute.")
+    builders.page(space, user_message="a walk", assistant_reply="Nice.")
+    builders.page(space, user_message="tax forms", assistant_reply="Ugh.").delete()
+    with connection.cursor() as cursor:
+        cursor.execute(retrieval._lexical_sql(1), retrieval._lexical_params(space, ["biscuit"]))
+        (row,) = cursor.fetchall()
+    stored, holding = 3, 1  # N is the space's page sequence, as Lucene counts deleted documents until merged away
+    assert row[3] == pytest.approx(math.log(1 + (stored - holding + 0.5) / (holding + 0.5)))
 
 
 def test_the_same_words_in_two_spaces_have_different_keys(space, other_space):
