@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -59,35 +58,34 @@ def segment_visits_queue(*, segment_ids: Iterable[int], now: datetime) -> list[i
     `segment_visits_apply` counts them. Segments deleted meanwhile are skipped; returns the ids queued, ascending.
 
     Inside the caller's transaction (a chat turn) the visits commit with it. Called on its own (a retrieval through
-    the API) the INSERT commits in a transaction of its own that does not wait for the write-ahead log to reach the
-    disk (`synchronous_commit = off` for that transaction only): a visit is a usage signal, and a crash of the
-    database server in the next fraction of a second loses those visits whole (never part of one, and nothing else;
-    PostgreSQL's asynchronous commit keeps the database consistent), while the request no longer waits on a disk
-    flush, which took 3.4 ms on average here and far more under write load (docs/results.md).
+    the API) the INSERT is sent in one round trip behind `SET LOCAL synchronous_commit = off`, the two forming one
+    implicit transaction whose commit does not wait for the write-ahead log to reach the disk: a visit is a usage
+    signal, and a crash of the database server in the next fraction of a second loses those visits whole (never
+    part of one, and nothing else; PostgreSQL's asynchronous commit keeps the database consistent), while the
+    request no longer waits on a disk flush, which took 3.4 ms on average here and far more under write load
+    (docs/results.md). A database configured with `server_side_binding` takes one statement per execute, and waits.
     """
     from memory.tasks import segment_visits_apply_task
 
     ids = sorted(set(segment_ids))
     if not ids:
         return []
-    with _visits_transaction(), connection.cursor() as cursor:
-        cursor.execute(QUEUE_SQL.format(visit=SegmentVisit._meta.db_table, segment=Segment._meta.db_table), [now, ids])
+    sql = QUEUE_SQL.format(visit=SegmentVisit._meta.db_table, segment=Segment._meta.db_table)
+    asynchronous = not connection.in_atomic_block and not _server_side_binding()
+    with connection.cursor() as cursor:
+        if asynchronous:
+            cursor.execute(f"{ASYNCHRONOUS_COMMIT_SQL}; {sql}", [now, ids])
+            cursor.nextset()
+        else:
+            cursor.execute(sql, [now, ids])
         queued = sorted(row[0] for row in cursor.fetchall())
     if queued:
         transaction.on_commit(segment_visits_apply_task.delay)
     return queued
 
 
-@contextmanager
-def _visits_transaction() -> Iterator[None]:
-    """The caller's transaction when there is one; otherwise one of our own, committed asynchronously."""
-    if connection.in_atomic_block:
-        yield
-        return
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(ASYNCHRONOUS_COMMIT_SQL)
-        yield
+def _server_side_binding() -> bool:
+    return bool(connection.settings_dict.get("OPTIONS", {}).get("server_side_binding"))
 
 
 def segment_visits_apply(*, batch: int = VISITS_BATCH, visited: dict[int, set[int]] | None = None) -> int:

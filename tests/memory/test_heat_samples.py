@@ -94,14 +94,17 @@ def test_visits_queued_outside_a_transaction_commit_at_once_without_waiting_for_
         patch.object(segment_visits_apply_task, "delay", lambda: woken.append("after commit")),
     ):
         assert segment_visits_queue(segment_ids=[visited.id], now=NOW) == [visited.id]
-    statements = [q["sql"] for q in queries.captured_queries]
-    assert statements[:2] == ["BEGIN", ASYNCHRONOUS_COMMIT_SQL] and statements[2].startswith("INSERT")
-    assert statements[3:] == ["COMMIT"]
+    (statement,) = [q["sql"] for q in queries.captured_queries]  # one round trip
+    assert statement.startswith(f"{ASYNCHRONOUS_COMMIT_SQL}; INSERT")
     assert not connection.in_atomic_block and woken == ["after commit"]
     assert SegmentVisit.objects.count() == 1
     with connection.cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")
         assert cursor.fetchone() == ("on",), "the setting was for that one commit"
+        # what this relies on: statements sent together form one transaction, which SET LOCAL lasts for
+        cursor.execute(f"{ASYNCHRONOUS_COMMIT_SQL}; SELECT current_setting('synchronous_commit')")
+        cursor.nextset()
+        assert cursor.fetchone() == ("off",)
 
 
 def test_visits_queued_inside_a_transaction_commit_with_it_at_its_durability(space):
@@ -109,3 +112,17 @@ def test_visits_queued_inside_a_transaction_commit_with_it_at_its_durability(spa
     with CaptureQueriesContext(connection) as queries:
         segment_visits_queue(segment_ids=[visited.id], now=NOW)
     assert ASYNCHRONOUS_COMMIT_SQL not in [q["sql"] for q in queries.captured_queries]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_server_side_binding_visits_are_queued_one_statement_at_a_time(settings, monkeypatch):
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    space = builders.space_of(builders.end_user(tenant="visits"))
+    visited = segment(space)
+    monkeypatch.setitem(
+        connection.settings_dict, "OPTIONS", {**connection.settings_dict["OPTIONS"], "server_side_binding": True}
+    )
+    with CaptureQueriesContext(connection) as queries, patch.object(segment_visits_apply_task, "delay"):
+        assert segment_visits_queue(segment_ids=[visited.id], now=NOW) == [visited.id]
+    (statement,) = [q["sql"] for q in queries.captured_queries]
+    assert statement.startswith("INSERT") and SegmentVisit.objects.count() == 1
