@@ -127,9 +127,9 @@ def _shared_buffers_apply(pgdata: Path, host: str, *, may_restart: bool) -> None
     else:
         logger.warning(
             "EMBEDDED_DB_SHARED_BUFFERS=%s is stored and takes effect when the embedded PostgreSQL next starts: stop "
-            "every MemoryOS process, then stop the server (pg_ctl -D %s stop), and start MemoryOS again.",
+            "every MemoryOS process, then the server (kill $(head -1 %s)), and start MemoryOS again.",
             wanted,
-            pgdata,
+            pgdata / "postmaster.pid",
         )
 
 
