@@ -340,13 +340,19 @@ def _instances(model: type[models.Model], rows: list[tuple], extra: tuple[str, .
     names, compiler, converters = _reading(model)
     if converters:
         rows = compiler.apply_converters(rows, converters)
-    instances = []
+    instances, loaded = [], _loaded_names(model)
     for row in rows:
-        instance = model.from_db(connection.alias, names, row[: len(names)])
+        instance = model.from_db(connection.alias, loaded, row[: len(names)])
         for name, value in zip(extra, row[len(names) :], strict=True):
             setattr(instance, name, value)
         instances.append(instance)
     return instances
+
+
+@cache
+def _loaded_names(model: type[models.Model]) -> frozenset[str]:
+    """`_columns(model)`'s attribute names as a set: `Model.from_db` asks of every field whether it was loaded."""
+    return frozenset(_reading(model)[0])
 
 
 @cache
@@ -547,11 +553,13 @@ def _segment_scores(rows: list[tuple], query_keywords: list[str]) -> list[_Segme
 # The pages LOAD_SQL reads (by id, and the neighbours by seq), named again here for the segments they belong to.
 LOADED = "space_id = %(space)s AND (id = ANY(%(ids)s) OR seq = ANY(%(seqs)s))"
 
-# The top segments (`segments`), the pinned ones and those of the loaded pages.
+# The top segments (`segments`), the pinned ones and those of the loaded pages: each part answered by its own
+# index (the primary key; `segment_space_pinned`), not by walking the space's every segment to test the three.
 SEGMENTS_SHOWN_SQL = f"""
 SELECT {_columns(Segment)} FROM memory_segment
-WHERE space_id = %(space)s
-  AND (id = ANY(%(segments)s) OR pinned OR id IN (SELECT segment_id FROM memory_page WHERE {LOADED}))
+WHERE (space_id = %(space)s AND pinned)
+   OR (space_id = %(space)s
+       AND id = ANY(%(segments)s::bigint[] || ARRAY(SELECT segment_id FROM memory_page WHERE {LOADED})))
 ORDER BY id
 """
 

@@ -258,7 +258,11 @@ class Segment(models.Model):
             models.CheckConstraint(condition=models.Q(n_visit__gte=0), name="segment_n_visit_non_negative"),
             models.CheckConstraint(condition=models.Q(l_interaction__gte=0), name="segment_l_interaction_non_negative"),
         ]
-        indexes = [models.Index(fields=["space", "last_touched_at"], name="segment_space_touched")]
+        indexes = [
+            models.Index(fields=["space", "last_touched_at"], name="segment_space_touched"),
+            # Retrieval shows a space's pinned segments on every turn: the few pinned, not all 200 of the space.
+            models.Index(fields=["space"], condition=models.Q(pinned=True), name="segment_space_pinned"),
+        ]
 
     @property
     def end_user(self) -> EndUser:

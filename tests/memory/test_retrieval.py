@@ -207,6 +207,21 @@ def test_the_read_of_pinned_knowledge_is_answered_by_the_users_pinned_entries_al
     assert "knowledge_user_pinned" in plan, plan
 
 
+def test_the_pinned_segments_shown_are_answered_by_the_spaces_pinned_segments_alone(space):
+    """The segments a result shows are read by id and by that index, not by walking the space's every segment."""
+    segments = [builders.segment(space, summary=f"topic {i}", pinned=i == 0) for i in range(80)]
+    params = {"space": space.id, "segments": [segments[5].id], "ids": [], "seqs": []}
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE memory_segment")  # statistics as a space's 80 segments, 1 pinned, give them
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("EXPLAIN " + retrieval.SEGMENTS_SHOWN_SQL, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        cursor.execute(retrieval.SEGMENTS_SHOWN_SQL, params)
+        shown = [row[0] for row in cursor.fetchall()]
+    assert "segment_space_pinned" in plan and "memory_segment_pkey" in plan, plan
+    assert shown == [segments[0].id, segments[5].id]
+
+
 def test_the_paper_pipeline_reads_only_the_top_segments_pages(space, memory, settings):
     settings.MEMORY_RETRIEVE_SEGMENTS = 1
     result = retrieve(space=space, query="hiking mountains dog", now=NOW, config=PAPER)
