@@ -31,6 +31,7 @@ from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, Rev
 from memory.models.tiers import KnowledgeKind, Tier, topic_vector_of, unread_fields
 from memory.services.embedding_state import embedder_for_store
 from memory.services.heat_samples import segment_visits_queue
+from memory.sql import several_statements_per_execute
 from memory.text import STOPWORDS, extract_keywords
 from memory.timeframes import TimeRange, query_time_range
 
@@ -296,7 +297,7 @@ class _Batch:
     def run(self) -> None:
         if not self.statements:
             return
-        if connection.settings_dict.get("OPTIONS", {}).get("server_side_binding"):
+        if not several_statements_per_execute():
             self._run_one_by_one()
             return
         sql = ";\n".join(_renamed(s.sql, i) for i, s in enumerate(self.statements))

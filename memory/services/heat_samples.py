@@ -11,6 +11,7 @@ from django.db import connection, transaction
 from memory.heat import Heat, heat_of, segment_heat
 from memory.models import HeatSample, Segment, SegmentVisit
 from memory.models.tiers import HeatEvent
+from memory.sql import several_statements_per_execute
 
 VISITS_BATCH = 1_000
 # The visit rows of segments that still exist, in one INSERT … SELECT.
@@ -71,7 +72,7 @@ def segment_visits_queue(*, segment_ids: Iterable[int], now: datetime) -> list[i
     if not ids:
         return []
     sql = QUEUE_SQL.format(visit=SegmentVisit._meta.db_table, segment=Segment._meta.db_table)
-    asynchronous = not connection.in_atomic_block and not _server_side_binding()
+    asynchronous = not connection.in_atomic_block and several_statements_per_execute()
     with connection.cursor() as cursor:
         if asynchronous:
             cursor.execute(f"{ASYNCHRONOUS_COMMIT_SQL}; {sql}", [now, ids])
@@ -82,10 +83,6 @@ def segment_visits_queue(*, segment_ids: Iterable[int], now: datetime) -> list[i
     if queued:
         transaction.on_commit(segment_visits_apply_task.delay)
     return queued
-
-
-def _server_side_binding() -> bool:
-    return bool(connection.settings_dict.get("OPTIONS", {}).get("server_side_binding"))
 
 
 def segment_visits_apply(*, batch: int = VISITS_BATCH, visited: dict[int, set[int]] | None = None) -> int:
