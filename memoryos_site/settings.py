@@ -341,6 +341,8 @@ MEMORY_RETRIEVE_KNOWLEDGE = env_int("MEMORY_RETRIEVE_KNOWLEDGE", 10)
 MEMORY_RETRIEVAL = env_str("MEMORY_RETRIEVAL", "hybrid")
 # a page this close to the question (cosine) heats the segment that supplied it; the offline reply's relevance floor
 MEMORY_VISIT_RELEVANCE = env_float("MEMORY_VISIT_RELEVANCE", 0.3)
+# The worker is woken to count queued visits at most once per this many seconds (0: after every retrieval).
+MEMORY_VISITS_WAKE_SECONDS = env_int("MEMORY_VISITS_WAKE_SECONDS", 1)
 MEMORY_CONTINUITY_THRESHOLD = env_float("MEMORY_CONTINUITY_THRESHOLD", 0.35)
 MEMORY_MESSAGE_MAX_CHARS = env_int("MEMORY_MESSAGE_MAX_CHARS", 8000)
 # Pages that leave STM are placed (one model call) once this many wait; a lone page is placed by the sweep.
@@ -355,6 +357,8 @@ if MEMORY_RETRIEVAL not in ("hybrid", "paper"):
     raise ImproperlyConfigured("MEMORY_RETRIEVAL must be hybrid or paper")
 if MEMORY_STM_CAPACITY < 1:
     raise ImproperlyConfigured("MEMORY_STM_CAPACITY must be at least 1")
+if not 0 <= MEMORY_VISITS_WAKE_SECONDS <= 60:
+    raise ImproperlyConfigured("MEMORY_VISITS_WAKE_SECONDS must be between 0 and 60")
 
 # --- Chat (chat/): the end users' web chat and the generation loop ----------------------------------------------
 # Estimated tokens (characters / 4) of the whole prompt; past it the lowest-ranked memory is dropped, and recorded.

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
+from django.core.cache import cache
 from django.db import connection, transaction
 
 from memory.heat import Heat, heat_of, segment_heat
@@ -13,7 +16,12 @@ from memory.models import HeatSample, Segment, SegmentVisit
 from memory.models.tiers import HeatEvent
 from memory.sql import several_statements_per_execute
 
+log = logging.getLogger(__name__)
+
 VISITS_BATCH = 1_000
+# Held in the cache for MEMORY_VISITS_WAKE_SECONDS by the retrieval that woke the worker: the rest find it and
+# send nothing, their visits being counted by that wake-up.
+VISITS_WAKE_KEY = "memory:visits-wake"
 # The visit rows of segments that still exist, in one INSERT … SELECT.
 QUEUE_SQL = "INSERT INTO {visit} (segment_id, at) SELECT id, %s FROM {segment} WHERE id = ANY(%s) RETURNING segment_id"
 # For this transaction only: its commit returns before the write-ahead log is flushed to disk.
@@ -55,8 +63,9 @@ def heat_sample_record(*, segment: Segment, event: str, now: datetime) -> HeatSa
 
 
 def segment_visits_queue(*, segment_ids: Iterable[int], now: datetime) -> list[int]:
-    """Queue one visit at `now` to each segment (one INSERT) and wake the worker once it commits;
-    `segment_visits_apply` counts them. Segments deleted meanwhile are skipped; returns the ids queued, ascending.
+    """Queue one visit at `now` to each segment (one INSERT) and, once it commits, see that the worker is woken
+    (`visits_worker_wake`); `segment_visits_apply` counts them. Segments deleted meanwhile are skipped; returns the
+    ids queued, ascending.
 
     Inside the caller's transaction (a chat turn) the visits commit with it. Called on its own (a retrieval through
     the API) the INSERT is sent in one round trip behind `SET LOCAL synchronous_commit = off`, the two forming one
@@ -66,8 +75,6 @@ def segment_visits_queue(*, segment_ids: Iterable[int], now: datetime) -> list[i
     request no longer waits on a disk flush, which took 3.4 ms on average here and far more under write load
     (docs/results.md). A database configured with `server_side_binding` takes one statement per execute, and waits.
     """
-    from memory.tasks import segment_visits_apply_task
-
     ids = sorted(set(segment_ids))
     if not ids:
         return []
@@ -81,8 +88,35 @@ def segment_visits_queue(*, segment_ids: Iterable[int], now: datetime) -> list[i
             cursor.execute(sql, [now, ids])
         queued = sorted(row[0] for row in cursor.fetchall())
     if queued:
-        transaction.on_commit(segment_visits_apply_task.delay)
+        transaction.on_commit(visits_worker_wake)
     return queued
+
+
+def visits_worker_wake() -> None:
+    """Wake the worker to count the queued visits, at most once per MEMORY_VISITS_WAKE_SECONDS however many
+    retrievals queue them (0, or tasks run eagerly: at every call).
+
+    The first call of an interval takes a cache key for the interval and sends the task to run when the interval
+    ends; a later call finds the key and sends nothing, its visits (committed before it looked) waiting for that
+    run, which takes every visit queued by then. A broker message and a worker transaction per retrieval become one
+    per interval: visits are counted up to that much later. A lost message, or a worker clock running ahead, leaves
+    visits for the next wake-up or the minute's sweep (`jobs._visits_requeue`). With the cache unreachable the
+    worker is woken at once, as without coalescing.
+    """
+    from memory.tasks import segment_visits_apply_task
+
+    interval = settings.MEMORY_VISITS_WAKE_SECONDS
+    if interval <= 0 or segment_visits_apply_task.app.conf.task_always_eager:  # eager: it runs now, not at the end
+        segment_visits_apply_task.delay()
+        return
+    try:
+        first = cache.add(VISITS_WAKE_KEY, True, timeout=interval)
+    except Exception:  # the cache is an optimisation here: without it, wake the worker as before
+        log.warning("the cache could not coalesce visit wake-ups; waking the worker at once", exc_info=True)
+        segment_visits_apply_task.delay()
+        return
+    if first:
+        segment_visits_apply_task.apply_async(countdown=interval)
 
 
 def segment_visits_apply(*, batch: int = VISITS_BATCH, visited: dict[int, set[int]] | None = None) -> int:

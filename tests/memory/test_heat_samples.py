@@ -6,16 +6,24 @@ from datetime import timedelta
 from unittest.mock import patch
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memory.heat import heat_of
 from memory.models import HeatSample, Segment, SegmentVisit
 from memory.models.tiers import HeatEvent
-from memory.services.heat_samples import ASYNCHRONOUS_COMMIT_SQL, segment_visits_apply, segment_visits_queue
+from memory.services.heat_samples import (
+    ASYNCHRONOUS_COMMIT_SQL,
+    VISITS_WAKE_KEY,
+    segment_visits_apply,
+    segment_visits_queue,
+    visits_worker_wake,
+)
 from memory.tasks import segment_visits_apply_task
 from tests import builders
 from tests.builders import T0
+from tests.foundation.processes import child_env, manage
 
 NOW = T0 + timedelta(days=1)
 
@@ -126,3 +134,75 @@ def test_with_server_side_binding_visits_are_queued_one_statement_at_a_time(sett
         assert segment_visits_queue(segment_ids=[visited.id], now=NOW) == [visited.id]
     (statement,) = [q["sql"] for q in queries.captured_queries]
     assert statement.startswith("INSERT") and SegmentVisit.objects.count() == 1
+
+
+class Wakeups:
+    """The wake-up messages sent to the worker, with their countdowns (None: at once)."""
+
+    def __init__(self) -> None:
+        self.sent: list[int | None] = []
+
+    def delay(self) -> None:
+        self.sent.append(None)
+
+    def apply_async(self, countdown: int) -> None:
+        self.sent.append(countdown)
+
+
+@pytest.fixture
+def wakeups(settings):
+    """Wake-ups coalesced over 2 seconds, sent to a worker (not run eagerly), recorded instead of sent."""
+    settings.MEMORY_VISITS_WAKE_SECONDS = 2
+    sent = Wakeups()
+    segment_visits_apply_task.app.conf.task_always_eager = False  # the autouse celery_eager fixture restores it
+    with (
+        patch.object(segment_visits_apply_task, "delay", sent.delay),
+        patch.object(segment_visits_apply_task, "apply_async", sent.apply_async),
+    ):
+        yield sent
+
+
+def test_retrievals_within_the_interval_wake_the_worker_once_at_its_end(wakeups):
+    for _ in range(5):
+        visits_worker_wake()
+    assert wakeups.sent == [2], "one message, run once the interval has passed"
+
+
+def test_the_next_interval_wakes_the_worker_again(wakeups, settings):
+    visits_worker_wake()
+    cache.delete(VISITS_WAKE_KEY)  # the interval is over
+    visits_worker_wake()
+    assert wakeups.sent == [2, 2]
+
+
+def test_no_interval_or_eager_tasks_wake_the_worker_at_every_retrieval(wakeups, settings):
+    settings.MEMORY_VISITS_WAKE_SECONDS = 0
+    visits_worker_wake()
+    visits_worker_wake()
+    settings.MEMORY_VISITS_WAKE_SECONDS = 2
+    segment_visits_apply_task.app.conf.task_always_eager = True
+    visits_worker_wake()
+    assert wakeups.sent == [None, None, None]
+
+
+def test_an_unreachable_cache_wakes_the_worker_at_once(wakeups, caplog):
+    with patch.object(cache, "add", side_effect=ConnectionError("cache down")):
+        visits_worker_wake()
+    assert wakeups.sent == [None] and "waking the worker at once" in caplog.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_visits_queued_while_a_wake_up_is_pending_are_counted_by_it(wakeups):
+    space = builders.space_of(builders.end_user(tenant="visits"))
+    visited = segment(space)
+    segment_visits_queue(segment_ids=[visited.id], now=NOW)
+    segment_visits_queue(segment_ids=[visited.id], now=NOW + timedelta(seconds=1))
+    assert wakeups.sent == [2] and SegmentVisit.objects.count() == 2
+    assert segment_visits_apply() == 2, "the one run counts both"
+
+
+@pytest.mark.slow
+def test_a_wake_up_interval_past_a_minute_is_refused_at_start():
+    result = manage("check", env=child_env(MEMORY_VISITS_WAKE_SECONDS="61"))
+    assert result.returncode != 0
+    assert "MEMORY_VISITS_WAKE_SECONDS must be between 0 and 60" in result.stderr
