@@ -174,13 +174,21 @@ if EMBEDDED_DB_SHARED_BUFFERS and not re.fullmatch(r"[1-9]\d*(MB|GB)", EMBEDDED_
         "EMBEDDED_DB_SHARED_BUFFERS must be a size in MB or GB such as 512MB or 2GB, "
         f"not {EMBEDDED_DB_SHARED_BUFFERS!r}"
     )
+# A process keeps its connection this long between requests or tasks: a new one costs the embedded server ~5 ms to
+# open and ~10 ms more on its first retrieval, whose catalog lookups it has yet to cache (docs/results.md). Before a
+# kept connection is reused in a new request it is checked, so a restarted server costs a reconnection, not an error.
+DATABASE_CONN_MAX_AGE = env_int("DATABASE_CONN_MAX_AGE", 60)
+DATABASE_CONN_HEALTH_CHECKS = env_bool("DATABASE_CONN_HEALTH_CHECKS", True)
 if EMBEDDED_DATABASE:
     # Only where the server listens: the memoryos_site.db backend starts it when a process first connects.
     _embedded_url = embedded_database_url(embedded_socket_dir(EMBEDDED_PGDATA))
-    DATABASES = {"default": dj_database_url.parse(_embedded_url, conn_max_age=0, engine="memoryos_site.db")}
+    DATABASES = {
+        "default": dj_database_url.parse(_embedded_url, conn_max_age=DATABASE_CONN_MAX_AGE, engine="memoryos_site.db")
+    }
     DATABASES["default"]["EMBEDDED_PGDATA"] = str(EMBEDDED_PGDATA)
 else:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60))}
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=DATABASE_CONN_MAX_AGE)}
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = DATABASE_CONN_HEALTH_CHECKS
 DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = env_int("DATABASE_CONNECT_TIMEOUT", 5)
 # PostgreSQL JIT-compiles any plan estimated past jit_above_cost; compiling takes seconds (15 to 30 s for the
 # console's users list on the embedded server under stale statistics) and pays off only for long analytical queries.
@@ -191,9 +199,8 @@ DATABASES["default"]["TEST"] = {"NAME": env_str("DATABASE_TEST_NAME", "test_memo
 # A PostgreSQL read replica of the primary for the console's reads (memoryos_site.routers); empty: none.
 DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL")
 if DATABASE_REPLICA_URL:
-    DATABASES["replica"] = dj_database_url.parse(
-        DATABASE_REPLICA_URL, conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 60)
-    )
+    DATABASES["replica"] = dj_database_url.parse(DATABASE_REPLICA_URL, conn_max_age=DATABASE_CONN_MAX_AGE)
+    DATABASES["replica"]["CONN_HEALTH_CHECKS"] = DATABASE_CONN_HEALTH_CHECKS
     DATABASES["replica"]["OPTIONS"] = dict(DATABASES["default"]["OPTIONS"])
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}  # tests read the primary's test database through it
 DATABASE_ROUTERS = ["memoryos_site.routers.PrimaryReplicaRouter"]
