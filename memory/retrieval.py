@@ -31,7 +31,7 @@ from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, Rev
 from memory.models.tiers import KnowledgeKind, Tier, topic_vector_of, unread_fields
 from memory.services.embedding_state import embedder_for_store
 from memory.services.heat_samples import segment_visits_queue
-from memory.sql import several_statements_per_execute
+from memory.sql import reads_beside_allowed, rows_beside, several_statements_per_execute
 from memory.text import STOPWORDS, extract_keywords
 from memory.timeframes import TimeRange, query_time_range
 
@@ -276,6 +276,7 @@ class _Statement:
 
     sql: str
     params: dict
+    beside: bool = False  # may run on a side reader's connection, beside the batch (`memory.sql.rows_beside`)
     rows: list[tuple] = field(default_factory=list)
 
 
@@ -284,33 +285,49 @@ class _Batch:
     in turn). Each statement's parameters are renamed apart (the third statement's `%(space)s` is sent as
     `%(s2_space)s`), so statements need not agree on names. One execute may carry several statements because
     Django binds parameters on the client with psycopg 3, its default; a database configured with the
-    `server_side_binding` option refuses that, and gets the statements one execute each."""
+    `server_side_binding` option refuses that, and gets the statements one execute each.
+
+    A statement added `beside` runs on a side reader's connection at the same time, on another server backend,
+    when reads may run beside this thread's (`memory.sql.reads_beside_allowed`: not inside a transaction); if that
+    read fails it runs again here, where a real failure is raised as usual."""
 
     def __init__(self) -> None:
         self.statements: list[_Statement] = []
 
-    def add(self, sql: str, params: dict) -> _Statement:
-        statement = _Statement(sql, params)
+    def add(self, sql: str, params: dict, *, beside: bool = False) -> _Statement:
+        statement = _Statement(sql, params, beside)
         self.statements.append(statement)
         return statement
 
     def run(self) -> None:
-        if not self.statements:
+        parallel = reads_beside_allowed()
+        futures = [(s, rows_beside(s.sql, s.params)) for s in self.statements if s.beside and parallel]
+        self._run_here([s for s in self.statements if not (s.beside and parallel)])
+        for statement, future in futures:
+            try:
+                statement.rows = future.result()
+            except Exception:
+                self._run_here([statement])
+
+    @staticmethod
+    def _run_here(statements: list[_Statement]) -> None:
+        if not statements:
             return
         if not several_statements_per_execute():
-            self._run_one_by_one()
+            _Batch._run_one_by_one(statements)
             return
-        sql = ";\n".join(_renamed(s.sql, i) for i, s in enumerate(self.statements))
-        params = {f"s{i}_{name}": value for i, s in enumerate(self.statements) for name, value in s.params.items()}
+        sql = ";\n".join(_renamed(s.sql, i) for i, s in enumerate(statements))
+        params = {f"s{i}_{name}": value for i, s in enumerate(statements) for name, value in s.params.items()}
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
-            for statement in self.statements:
+            for statement in statements:
                 statement.rows = cursor.fetchall()
                 cursor.nextset()
 
-    def _run_one_by_one(self) -> None:
+    @staticmethod
+    def _run_one_by_one(statements: list[_Statement]) -> None:
         with connection.cursor() as cursor:
-            for statement in self.statements:
+            for statement in statements:
                 cursor.execute(statement.sql, statement.params)
                 statement.rows = cursor.fetchall()
 
@@ -404,7 +421,8 @@ class _Retrieval:
         self.reads["vector"] = batch.add(VECTOR_SQL, params)
         self.terms = query_terms(query)
         if self.config.lexical and self.terms:
-            self.reads["words"] = batch.add(_lexical_sql(len(self.terms)), _lexical_params(space, self.terms))
+            lexical = _lexical_sql(len(self.terms))
+            self.reads["words"] = batch.add(lexical, _lexical_params(space, self.terms), beside=True)
         if self.config.time:
             self.result.time_range = query_time_range(query, self.now)
             if self.result.time_range is not None:

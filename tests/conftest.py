@@ -10,11 +10,19 @@ from django.core.cache import cache
 from memory.embeddings import use_embedder
 from memory.models import Role
 from memory.services.tenancy import end_user_create, operator_create, tenant_create
+from memory.sql import side_readers
 from memoryos_site.celery import app as celery_app
 from tests.fakes import HashingEmbedder
 
 # Workers and servers that tests start as processes use the fake embedder's seam or none: no model to warm up.
 os.environ.setdefault("EMBEDDING_WARM_AT_START", "false")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def side_readers_closed(django_db_setup):
+    """Retrieval's side readers keep their connections to the test database; they are closed before it is dropped."""
+    yield
+    side_readers.close()
 
 
 @pytest.fixture(autouse=True)

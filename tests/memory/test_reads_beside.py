@@ -1,0 +1,74 @@
+"""Retrieval's full-text channel runs on a second connection beside its other reads, outside a transaction: the
+same result as on one connection, which a transaction's retrieval keeps, as does one whose side read fails."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from unittest.mock import patch
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from memory import retrieval
+from memory.retrieval import retrieve
+from memory.sql import side_readers
+from tests import builders
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+QUESTION = "Which songs did the garage band play at the wedding?"
+
+
+@pytest.fixture
+def space():
+    space = builders.space_of(builders.end_user(tenant="beside"))
+    segment = builders.segment(space, summary="the garage band", keywords=["band"])
+    for n in range(6):
+        builders.page(space, segment=segment, user_message=f"Our garage band played song {n} at the wedding")
+    builders.page(space, user_message="Lunch was a curry")
+    return space
+
+
+def statements_here(space) -> tuple[list[str], object]:
+    with CaptureQueriesContext(connection) as queries:
+        result = retrieve(space=space, query=QUESTION, record_visits=False)
+    return [q["sql"] for q in queries.captured_queries], result
+
+
+def ranked(result) -> list[tuple[int, dict]]:
+    return [(scored.page.id, scored.found_by) for scored in result.ranked]
+
+
+def test_outside_a_transaction_the_words_are_read_beside_with_the_same_result(space, settings):
+    here, beside = statements_here(space)
+    assert not any("ts_rank_cd" in sql for sql in here), "the full-text statement ran on the side connection"
+    settings.MEMORY_PARALLEL_READS = False
+    alone, on_one_connection = statements_here(space)
+    assert any("ts_rank_cd" in sql for sql in alone)
+    assert ranked(beside) == ranked(on_one_connection) and any("words" in f for _, f in ranked(beside))
+
+
+def test_inside_a_transaction_every_read_stays_on_its_connection(space):
+    with transaction.atomic():
+        here, _ = statements_here(space)
+    assert any("ts_rank_cd" in sql for sql in here)
+
+
+def test_a_failed_side_read_is_read_again_here(space):
+    expected = ranked(retrieve(space=space, query=QUESTION, record_visits=False))
+    failed = Future()
+    failed.set_exception(ConnectionError("side connection lost"))
+    with patch.object(retrieval, "rows_beside", return_value=failed):
+        here, result = statements_here(space)
+    assert any("ts_rank_cd" in sql for sql in here) and ranked(result) == expected
+
+
+def test_side_readers_close_their_connections_and_open_new_ones_when_needed(space):
+    retrieve(space=space, query=QUESTION, record_visits=False)
+    side_readers.close()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()")
+        (open_connections,) = cursor.fetchone()
+    assert open_connections == 1, "only this test's own"
+    assert ranked(retrieve(space=space, query=QUESTION, record_visits=False))
