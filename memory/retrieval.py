@@ -12,6 +12,7 @@ of queries whatever the size of memory (pinned in tests/memory/test_retrieval.py
 from __future__ import annotations
 
 import re
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -301,12 +302,12 @@ class _Batch:
 
     def run(self) -> None:
         parallel = reads_beside_allowed()
-        futures = [(s, rows_beside(s.sql, s.params)) for s in self.statements if s.beside and parallel]
+        futures = [(s, _rows_beside(s)) for s in self.statements if s.beside and parallel]
         self._run_here([s for s in self.statements if not (s.beside and parallel)])
         for statement, future in futures:
             try:
                 statement.rows = future.result()
-            except Exception:
+            except Exception:  # a lost side connection, or no side reader to be had: read it here
                 self._run_here([statement])
 
     @staticmethod
@@ -330,6 +331,16 @@ class _Batch:
             for statement in statements:
                 cursor.execute(statement.sql, statement.params)
                 statement.rows = cursor.fetchall()
+
+
+def _rows_beside(statement: _Statement) -> Future:
+    """The statement's rows from a side reader, or the error that kept one from reading them."""
+    try:
+        return rows_beside(statement.sql, statement.params)
+    except RuntimeError as exc:  # no new threads while the interpreter shuts down
+        failed: Future = Future()
+        failed.set_exception(exc)
+        return failed
 
 
 PARAMETER = re.compile(r"%\((\w+)\)s")

@@ -55,11 +55,20 @@ def test_inside_a_transaction_every_read_stays_on_its_connection(space):
     assert any("ts_rank_cd" in sql for sql in here)
 
 
-def test_a_failed_side_read_is_read_again_here(space):
-    expected = ranked(retrieve(space=space, query=QUESTION, record_visits=False))
+def lost_connection(sql, params) -> Future:
     failed = Future()
     failed.set_exception(ConnectionError("side connection lost"))
-    with patch.object(retrieval, "rows_beside", return_value=failed):
+    return failed
+
+
+def shutting_down(sql, params) -> Future:
+    raise RuntimeError("cannot schedule new futures after interpreter shutdown")
+
+
+@pytest.mark.parametrize("failure", [lost_connection, shutting_down])
+def test_a_side_read_that_fails_or_cannot_start_is_read_here(space, failure):
+    expected = ranked(retrieve(space=space, query=QUESTION, record_visits=False))
+    with patch.object(retrieval, "rows_beside", failure):
         here, result = statements_here(space)
     assert any("ts_rank_cd" in sql for sql in here) and ranked(result) == expected
 
