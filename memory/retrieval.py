@@ -429,7 +429,7 @@ class _Retrieval:
         if self.config.segment_gate:
             return
         params = {"space": space.id, "vector": self.vector, "pool": VECTOR_POOL, "limit": CANDIDATES}
-        self.reads["vector"] = batch.add(VECTOR_SQL, params)
+        self.reads["vector"] = batch.add(VECTOR_SQL, params, beside=True)
         self.terms = query_terms(query)
         if self.config.lexical and self.terms:
             lexical = _lexical_sql(len(self.terms))

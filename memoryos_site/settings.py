@@ -348,8 +348,8 @@ MEMORY_RETRIEVE_KNOWLEDGE = env_int("MEMORY_RETRIEVE_KNOWLEDGE", 10)
 MEMORY_RETRIEVAL = env_str("MEMORY_RETRIEVAL", "hybrid")
 # a page this close to the question (cosine) heats the segment that supplied it; the offline reply's relevance floor
 MEMORY_VISIT_RELEVANCE = env_float("MEMORY_VISIT_RELEVANCE", 0.3)
-# Retrieval's full-text channel runs on a second connection at the same time as its other reads (not inside a
-# transaction): a retrieval waits for the longer of the two, not their sum.
+# Retrieval's two page channels (vectors, full text) run on two more connections at the same time as its other
+# reads (not inside a transaction): a retrieval waits for the longest of the three, not their sum.
 MEMORY_PARALLEL_READS = env_bool("MEMORY_PARALLEL_READS", True)
 # The worker is woken to count queued visits at most once per this many seconds (0: after every retrieval).
 MEMORY_VISITS_WAKE_SECONDS = env_int("MEMORY_VISITS_WAKE_SECONDS", 1)

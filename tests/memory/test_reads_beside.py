@@ -1,5 +1,6 @@
-"""Retrieval's full-text channel runs on a second connection beside its other reads, outside a transaction: the
-same result as on one connection, which a transaction's retrieval keeps, as does one whose side read fails."""
+"""Retrieval's page channels (vectors, full text) run on side connections beside its other reads, outside a
+transaction: the same result as on one connection, which a transaction's retrieval keeps, as does one whose side
+read fails."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 QUESTION = "Which songs did the garage band play at the wedding?"
 
 
+def channels(statements: list[str]) -> set[str]:
+    """The page channels among the statements this connection ran."""
+    return {name for name, mark in (("words", "ts_rank_cd"), ("vector", "binary_quantize")) if mark in statements}
+
+
 @pytest.fixture
 def space():
     space = builders.space_of(builders.end_user(tenant="beside"))
@@ -30,29 +36,30 @@ def space():
     return space
 
 
-def statements_here(space) -> tuple[list[str], object]:
+def statements_here(space) -> tuple[str, object]:
     with CaptureQueriesContext(connection) as queries:
         result = retrieve(space=space, query=QUESTION, record_visits=False)
-    return [q["sql"] for q in queries.captured_queries], result
+    return "\n".join(q["sql"] for q in queries.captured_queries), result
 
 
 def ranked(result) -> list[tuple[int, dict]]:
     return [(scored.page.id, scored.found_by) for scored in result.ranked]
 
 
-def test_outside_a_transaction_the_words_are_read_beside_with_the_same_result(space, settings):
+def test_outside_a_transaction_the_page_channels_are_read_beside_with_the_same_result(space, settings):
     here, beside = statements_here(space)
-    assert not any("ts_rank_cd" in sql for sql in here), "the full-text statement ran on the side connection"
+    assert channels(here) == set(), "both ran on side connections"
     settings.MEMORY_PARALLEL_READS = False
     alone, on_one_connection = statements_here(space)
-    assert any("ts_rank_cd" in sql for sql in alone)
-    assert ranked(beside) == ranked(on_one_connection) and any("words" in f for _, f in ranked(beside))
+    assert channels(alone) == {"words", "vector"}
+    assert ranked(beside) == ranked(on_one_connection)
+    assert {"words", "vector"} <= {channel for _, found_by in ranked(beside) for channel in found_by}
 
 
 def test_inside_a_transaction_every_read_stays_on_its_connection(space):
     with transaction.atomic():
         here, _ = statements_here(space)
-    assert any("ts_rank_cd" in sql for sql in here)
+    assert channels(here) == {"words", "vector"}
 
 
 def lost_connection(sql, params) -> Future:
@@ -70,7 +77,7 @@ def test_a_side_read_that_fails_or_cannot_start_is_read_here(space, failure):
     expected = ranked(retrieve(space=space, query=QUESTION, record_visits=False))
     with patch.object(retrieval, "rows_beside", failure):
         here, result = statements_here(space)
-    assert any("ts_rank_cd" in sql for sql in here) and ranked(result) == expected
+    assert channels(here) == {"words", "vector"} and ranked(result) == expected
 
 
 def test_side_readers_close_their_connections_and_open_new_ones_when_needed(space):
