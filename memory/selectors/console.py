@@ -51,13 +51,14 @@ from memory.models import (
 from memory.models.events import EventKind, EventStatus
 from memory.models.tiers import KnowledgeKind, Tier
 from memory.retrieval import RetrievalResult, retrieve
+from memory.selectors.items import segment_page_count
 
 # --- Users list -------------------------------------------------------------------------------------------------
 
 
 def _count_per_user(queryset: QuerySet, user_path: str):
     """A correlated COUNT of `queryset` rows belonging to the outer end user (0 when there are none)."""
-    rows = queryset.filter(**{user_path: OuterRef("pk")}).order_by().values(user_path).annotate(n=Count("pk"))
+    rows = queryset.filter(**{user_path: OuterRef("pk")}).order_by().values(user_path).annotate(n=Count("*"))
     return Coalesce(Subquery(rows.values("n")[:1], output_field=IntegerField()), 0)
 
 
@@ -186,7 +187,7 @@ def pages_pending_count(*, space: MemorySpace) -> int:
 
 def segment_rows(*, space: MemorySpace, now: datetime) -> list[SegmentRow]:
     """The space's segments with their heat and page count, hottest first; one query."""
-    segments = Segment.objects.filter(space=space).without_vectors().annotate(page_count=Count("pages"))
+    segments = Segment.objects.filter(space=space).without_vectors().annotate(page_count=segment_page_count())
     rows = [SegmentRow(segment=s, heat=segment_heat(s, now), page_count=s.page_count) for s in segments]
     return sorted(rows, key=lambda r: (-r.heat.value, r.segment.id))
 

