@@ -27,10 +27,14 @@ QUEUE_SQL = "INSERT INTO {visit} (segment_id, at) SELECT id, %s FROM {segment} W
 # For this transaction only: its commit returns before the write-ahead log is flushed to disk.
 ASYNCHRONOUS_COMMIT_SQL = "SET LOCAL synchronous_commit = off"
 # One statement takes a batch of queued visits and counts them into their segments, returning the counters as
-# updated, so the samples need no second read.
+# updated, so the samples need no second read. The batch is chosen once (`batch`, materialised): as a subquery of
+# the DELETE a plan could run it again for every row (a nested-loop semi-join), and each run, skipping the rows
+# the DELETE had just removed, locked the next ones, so one "batch" took the whole queue.
 APPLY_SQL = """
-WITH taken AS (
-    DELETE FROM {visit} WHERE id IN (SELECT id FROM {visit} ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)
+WITH batch AS MATERIALIZED (
+    SELECT id FROM {visit} ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED
+), taken AS (
+    DELETE FROM {visit} WHERE id IN (SELECT id FROM batch)
     RETURNING segment_id, at
 ), visits AS (
     SELECT segment_id, count(*) AS n, max(at) AS at FROM taken GROUP BY segment_id

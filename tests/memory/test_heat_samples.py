@@ -71,6 +71,23 @@ def test_visits_are_counted_in_batches_until_none_are_left(space):
     assert visited.n_visit == 5 and HeatSample.objects.filter(segment=visited).count() == 3
 
 
+# Every plan but a nested loop ruled out: the one under which the batch's subquery ran again for every row.
+NESTED_LOOP_ONLY = "; ".join(
+    f"SET LOCAL enable_{kind} = off" for kind in ("hashjoin", "mergejoin", "material", "hashagg", "sort")
+)
+
+
+def test_a_batch_takes_no_more_visits_than_its_size_whatever_plan_the_database_chooses(space):
+    visited = segment(space)
+    for hour in range(5):
+        segment_visits_queue(segment_ids=[visited.id], now=NOW + timedelta(hours=hour))
+    with connection.cursor() as cursor:
+        cursor.execute(NESTED_LOOP_ONLY)
+    assert segment_visits_apply(batch=2) == 5
+    visited.refresh_from_db()
+    assert visited.n_visit == 5 and HeatSample.objects.filter(segment=visited).count() == 3
+
+
 def test_queueing_visits_to_many_segments_takes_one_query_and_wakes_the_worker_on_commit(
     space, django_assert_num_queries, django_capture_on_commit_callbacks
 ):
