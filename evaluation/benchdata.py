@@ -17,6 +17,8 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, models, transaction
 from django.db.models import Count
+from pgvector import HalfVector
+from pgvector.psycopg.halfvec import register_halfvec_info
 from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
@@ -36,7 +38,7 @@ from memory.models import (
     Tenant,
 )
 from memory.models.events import EventKind
-from memory.models.tiers import HeatEvent, KnowledgeKind, PageSource, Tier
+from memory.models.tiers import HalfVectorField, HeatEvent, KnowledgeKind, PageSource, Tier
 
 PAGES_PER_SEGMENT = (20, 40)  # about 30 on average
 BATCH_SIZE = 2000
@@ -222,6 +224,7 @@ def copy_insert(model: type[models.Model], objs: list[models.Model]) -> list[mod
     with connection.cursor() as wrapper:
         cursor = wrapper.cursor  # the psycopg cursor: adapters registered on it stay on it
         register_vector_info(cursor, TypeInfo.fetch(cursor.connection, "vector"))
+        register_halfvec_info(cursor, TypeInfo.fetch(cursor.connection, "halfvec"))
         cursor.execute(
             f"SELECT nextval(pg_get_serial_sequence('{table}', 'id')) FROM generate_series(1, %s)", [len(objs)]
         )
@@ -251,6 +254,8 @@ def _copy_value(field: models.Field, obj: models.Model):
     value = field.pre_save(obj, add=True)  # auto_now_add fills created_at
     if isinstance(field, models.JSONField) and value is not None:
         return Jsonb(value)
+    if isinstance(field, HalfVectorField) and value is not None:
+        return HalfVector(np.asarray(value, dtype=np.float32))
     return value
 
 

@@ -51,6 +51,8 @@ def _vector_text(vector: np.ndarray) -> str:
 
 # The cosine similarity of a row's `embedding` to the query vector (parameter `vector`); rows without one score 0.
 COSINE = "coalesce(1.0 - (embedding <=> %(vector)s::vector), 0.0)"
+# The same for a page, whose vector is kept in half precision (`HalfVectorField`): the question's is cast to match.
+PAGE_COSINE = "coalesce(1.0 - (embedding <=> %(vector)s::halfvec), 0.0)"
 
 
 # --- Used by updating (memory.services.updating) ----------------------------------------------------------------
@@ -616,7 +618,7 @@ WHERE rank <= %(limit)s ORDER BY kind, rank
 
 # The paper: the top m segments' pages by cosine.
 GATED_SQL = f"""
-SELECT {_columns(Page)}, {COSINE} AS score
+SELECT {_columns(Page)}, {PAGE_COSINE} AS score
 FROM memory_page WHERE segment_id = ANY(%(segments)s)
 ORDER BY score DESC, seq DESC LIMIT %(limit)s
 """
@@ -635,16 +637,17 @@ class _Candidate:
 
 # The nearest pages by cosine, in two passes: the space's pages ranked by the Hamming distance of their
 # binary-quantised embeddings (an index-only scan of `page_space_bits`, ~75 buffers for 6,000 pages), then the best
-# VECTOR_POOL of those by exact cosine. A space of at most VECTOR_POOL pages is ranked exactly.
+# VECTOR_POOL of those by exact cosine, found by (space, id) in the leaves of that index the first pass has just read
+# (the primary key would be descended once per page). A space of at most VECTOR_POOL pages is ranked exactly.
 VECTOR_SQL = """
 WITH near AS (
     SELECT id FROM memory_page
     WHERE space_id = %(space)s AND embedding_bits IS NOT NULL
-    ORDER BY embedding_bits <~> binary_quantize(%(vector)s::vector), id
+    ORDER BY embedding_bits <~> binary_quantize(%(vector)s::halfvec), id
     LIMIT %(pool)s
 )
-SELECT id, seq, segment_id, 1.0 - (embedding <=> %(vector)s::vector) AS cosine
-FROM memory_page WHERE id = ANY(ARRAY(SELECT id FROM near))
+SELECT id, seq, segment_id, 1.0 - (embedding <=> %(vector)s::halfvec) AS cosine
+FROM memory_page WHERE space_id = %(space)s AND id = ANY(ARRAY(SELECT id FROM near))
 ORDER BY cosine DESC, id
 LIMIT %(limit)s
 """
@@ -759,7 +762,7 @@ def _time_statement(time_range: TimeRange) -> tuple[str, dict]:
     else:
         dated, params = "at >= %(start)s AND at < %(end)s", {"start": time_range.start, "end": time_range.end}
     sql = f"""
-        SELECT id, seq, {COSINE} AS cosine
+        SELECT id, seq, {PAGE_COSINE} AS cosine
         FROM memory_page WHERE space_id = %(space)s AND {dated}
         ORDER BY cosine DESC, id LIMIT {CANDIDATES}
     """
@@ -811,7 +814,7 @@ def _neighbour_seqs(hits: list[_Candidate]) -> dict[int, int]:
 
 
 # The pooled candidates and the hits' neighbours, each with its cosine.
-LOAD_SQL = f"SELECT {_columns(Page)}, {COSINE} AS cosine FROM memory_page WHERE {LOADED}"
+LOAD_SQL = f"SELECT {_columns(Page)}, {PAGE_COSINE} AS cosine FROM memory_page WHERE {LOADED}"
 
 
 def _fuse_neighbours(

@@ -70,6 +70,16 @@ TOPICS = [
 ]
 
 
+# A page keeps its vectors in half precision (memory.models.tiers.HalfVectorField): each coordinate of a unit vector
+# comes back within 2^-11 of its size, well inside this.
+HALF_PRECISION = 1e-3
+
+
+def same_page_vector(stored, expected) -> bool:
+    """Whether a page vector as stored (half precision) is `expected`, to within half precision's rounding."""
+    return bool(np.allclose(np.asarray(stored, dtype=np.float32), expected, rtol=0, atol=HALF_PRECISION))
+
+
 def _vector(text: str) -> np.ndarray:
     """The vector the store's embedder (the test seam's fake, usually) gives `text`."""
     return embedder_for_store().embed([text])[0]

@@ -27,7 +27,22 @@ def search_fields(model: type[models.Model]) -> tuple[str, ...]:
 
 def topic_vector_of() -> Coalesce:
     """`Page.topic_vector` in SQL: the stored topic vector, else the page's own."""
-    return Coalesce("topic_embedding", "embedding", output_field=VectorField())
+    return Coalesce("topic_embedding", "embedding", output_field=HalfVectorField())
+
+
+class HalfVectorField(VectorField):
+    """A vector kept in half precision (pgvector's `halfvec`: two bytes a dimension instead of four), read and
+    written as a VectorField's (a list of floats in Python, pgvector's text form in SQL).
+
+    For the page vectors, which are most of a user's bytes: a page row of 2.4 KB held a 1.5 KB vector. Half
+    precision keeps about three significant digits of each coordinate of a unit vector (a relative error under
+    0.05 %), far below the differences between the cosines retrieval ranks by (docs/results.md, "Page vectors in
+    half precision"). Its statements compare a page vector with the question's cast to halfvec (`PAGE_COSINE`)."""
+
+    description = "Vector in half precision"
+
+    def db_type(self, connection) -> str:
+        return "halfvec" if self.dimensions is None else f"halfvec({self.dimensions})"
 
 
 def unread_fields(model: type[models.Model]) -> tuple[str, ...]:
@@ -144,10 +159,10 @@ class Page(models.Model):
     chain_summary = models.TextField(blank=True)
     topic_summary = models.TextField(blank=True)
     keywords = ArrayField(models.CharField(max_length=64), default=list, blank=True)
-    embedding = VectorField(null=True, blank=True)
+    embedding = HalfVectorField(null=True, blank=True)
     # Stored only where it differs from `embedding` (a topic summary's vector, MEMORY_TOPIC_VECTOR=summary); NULL
     # means the page's own vector is its topic vector (read `topic_vector`), which saves a second copy of every vector.
-    topic_embedding = VectorField(null=True, blank=True)
+    topic_embedding = HalfVectorField(null=True, blank=True)
     analysed = models.BooleanField(default=False)
     pinned = models.BooleanField(default=False)
     source = models.CharField(max_length=8, choices=PageSource.choices, default=PageSource.CHAT)
@@ -201,8 +216,9 @@ class Page(models.Model):
             # 3 ms at 300 pages, measured) until a vacuum merged it; a page's insert costs ~0.3 ms more instead
             GinIndex(fields=["search"], name="page_search", fastupdate=False),
             GinIndex(fields=["search_keys"], name="page_search_keys", fastupdate=False),
-            # the vector channel's first pass reads only this index (an index-only scan): ~50 buffers a space
-            models.Index(fields=["space"], include=["id", "embedding_bits"], name="page_space_bits"),
+            # the vector channel's first pass reads only this index (an index-only scan): ~70 buffers a space;
+            # its second pass finds the pages it re-ranks by (space, id) in the same leaves, not in the primary key
+            models.Index(fields=["space", "id"], include=["embedding_bits"], name="page_space_bits"),
         ]
 
     @property

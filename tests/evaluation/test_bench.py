@@ -18,6 +18,7 @@ from memory.llm import use_llm
 from memory.llm_steps import LLMSteps
 from memory.models import KnowledgeEntry, Page, Segment, Tenant
 from memory.step_types import TurnText
+from tests import builders
 
 AT = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -139,7 +140,7 @@ def test_a_kept_bench_tenant_holds_full_users(tmp_path, settings):
     assert Page.objects.filter(space=space, tier="mtm", segment__isnull=True).count() == 0
     page = Page.objects.filter(space=space, tier="mtm").order_by("seq").first()  # written by binary COPY
     assert page.created_at is not None and page.source_meta == {} and page.keywords
-    assert np.linalg.norm(page.embedding) == pytest.approx(1.0, abs=1e-5)
+    assert np.linalg.norm(page.embedding) == pytest.approx(1.0, abs=builders.HALF_PRECISION)
     assert page.topic_embedding is None and np.array_equal(page.topic_vector, page.embedding)  # stored once
     assert Page.objects.filter(space=space).filter(embedding__isnull=False).count() > 0
 
