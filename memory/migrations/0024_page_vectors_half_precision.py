@@ -2,7 +2,7 @@
 
 - `embedding` and `topic_embedding` become pgvector's `halfvec`: two bytes a dimension instead of four. A page row
   of 2.4 KB held a 1.5 KB vector; at 1,000 full users the pages' 16 GB became more than this machine could cache,
-  and retrieval waited on the disk (docs/results.md, "Page vectors in half precision").
+  and retrieval waited on the disk (docs/results.md, "sixth pass: page vectors in half precision").
 - `embedding_bits` is generated from `embedding`, and PostgreSQL cannot change the type of a column a generated
   column reads: it is dropped and added again in the same statement, computed from the half-precision vector.
 - A new type brings its default storage: the vector is kept in the row again (`MAIN`, as migration 0011 made it).

@@ -36,8 +36,9 @@ class HalfVectorField(VectorField):
 
     For the page vectors, which are most of a user's bytes: a page row of 2.4 KB held a 1.5 KB vector. Half
     precision keeps about three significant digits of each coordinate of a unit vector (a relative error under
-    0.05 %), far below the differences between the cosines retrieval ranks by (docs/results.md, "Page vectors in
-    half precision"). Its statements compare a page vector with the question's cast to halfvec (`PAGE_COSINE`)."""
+    0.05 %), far below the differences between the cosines retrieval ranks by (docs/results.md, "sixth pass:
+    page vectors in half precision"). Its statements compare a page vector with the question's cast to halfvec
+    (`PAGE_COSINE`)."""
 
     description = "Vector in half precision"
 
