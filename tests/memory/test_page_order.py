@@ -45,7 +45,7 @@ def test_interleaved_users_pages_lie_scattered_and_clustering_puts_each_users_to
     assert physical_order() == sorted(physical_order())  # by space, then by the space's page sequence
 
 
-def test_the_scatter_is_unknown_before_the_table_has_statistics_and_without_pages(db):
+def test_the_scatter_is_unknown_without_pages(db):
     assert page_scatter().ratio is None
 
 
