@@ -21,7 +21,6 @@ from django.db.models import (
     Exists,
     F,
     FloatField,
-    IntegerField,
     Max,
     OuterRef,
     Q,
@@ -51,15 +50,9 @@ from memory.models import (
 from memory.models.events import EventKind, EventStatus
 from memory.models.tiers import KnowledgeKind, Tier
 from memory.retrieval import RetrievalResult, retrieve
-from memory.selectors.items import segment_page_count
+from memory.selectors.items import correlated_count, segment_page_count
 
 # --- Users list -------------------------------------------------------------------------------------------------
-
-
-def _count_per_user(queryset: QuerySet, user_path: str):
-    """A correlated COUNT of `queryset` rows belonging to the outer end user (0 when there are none)."""
-    rows = queryset.filter(**{user_path: OuterRef("pk")}).order_by().values(user_path).annotate(n=Count("*"))
-    return Coalesce(Subquery(rows.values("n")[:1], output_field=IntegerField()), 0)
 
 
 # ASCII digits only ("²".isdigit() is true but int("²") fails), and short enough for a bigint.
@@ -94,12 +87,12 @@ def _with_figures(users: QuerySet[EndUser], now: datetime) -> QuerySet[EndUser]:
     """Each user's tiers' sizes and hottest heat, as correlated subqueries (one SELECT, run once per row)."""
     hottest = Segment.objects.filter(space__end_user=OuterRef("pk")).annotate(heat=heat_sql(now)).order_by("-heat")
     return users.annotate(
-        stm_pages=_count_per_user(Page.objects.filter(tier=Tier.SHORT_TERM), "space__end_user"),
-        mtm_pages=_count_per_user(Page.objects.filter(tier=Tier.MID_TERM), "space__end_user"),
-        segments=_count_per_user(Segment.objects.all(), "space__end_user"),
+        stm_pages=correlated_count(Page.objects.filter(tier=Tier.SHORT_TERM), "space__end_user"),
+        mtm_pages=correlated_count(Page.objects.filter(tier=Tier.MID_TERM), "space__end_user"),
+        segments=correlated_count(Segment.objects.all(), "space__end_user"),
         # Counted per kind, as the Overview's "User knowledge" and "Assistant knowledge" tiles count them.
-        user_knowledge_count=_count_per_user(KnowledgeEntry.objects.filter(kind=KnowledgeKind.USER), "end_user"),
-        assistant_knowledge_count=_count_per_user(
+        user_knowledge_count=correlated_count(KnowledgeEntry.objects.filter(kind=KnowledgeKind.USER), "end_user"),
+        assistant_knowledge_count=correlated_count(
             KnowledgeEntry.objects.filter(kind=KnowledgeKind.ASSISTANT), "end_user"
         ),
         has_profile=Exists(ProfileVersion.objects.filter(end_user=OuterRef("pk"))),
