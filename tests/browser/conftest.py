@@ -73,6 +73,20 @@ def screenshot():
     return take
 
 
+def held_request(tab, held: list, timeout_ms: int = 10_000):
+    """The first request a route handler holds in `held`, once the browser has sent it.
+
+    Showing a pending message and sending it are two steps in the page's script, and the sync API runs
+    route handlers only while it waits on the browser: a test must wait for the hold, not assume it.
+    """
+    waited = 0
+    while not held:
+        assert waited < timeout_ms, f"no request was held within {timeout_ms} ms"
+        tab.wait_for_timeout(25)
+        waited += 25
+    return held.pop(0)
+
+
 def log_in(tab, username: str, password: str) -> None:
     """Log in through the real login form."""
     tab.goto("/accounts/login/")

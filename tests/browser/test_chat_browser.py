@@ -11,7 +11,7 @@ from django.core.management import call_command
 from chat.offline import OFFLINE_LABEL
 from memory.models import AuditEntry, Page
 from memory.services.forgetting import ForgetImpact
-from tests.browser.conftest import SCREENSHOTS, log_in
+from tests.browser.conftest import SCREENSHOTS, held_request, log_in
 
 pytestmark = pytest.mark.browser
 
@@ -44,7 +44,7 @@ def test_an_end_user_chats_sees_the_memory_used_and_deletes_a_memory(demo, page,
     assert page.locator("#turn-pending .bubble-user").inner_text() == (
         "I'm back from Lisbon! The Pena Palace in Sintra was amazing."
     )
-    held[0].continue_()
+    held_request(page, held).continue_()
     page.unroute("**/chat/ava/send/")
     page.wait_for_selector("#turn-pending", state="detached")
     send(page, "Any tips for my half marathon training? My <b>knee</b> still aches.")

@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from memory.models import ApiToken, KnowledgeEntry, Page, Segment
 from tests import builders
-from tests.browser.conftest import log_in
+from tests.browser.conftest import held_request, log_in
 from tests.conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -140,7 +140,7 @@ def test_the_chat_fits_a_phone_and_a_failed_send_is_retried_and_stored_once(memo
     screenshot(tab, "webui-chat-pending-phone")
 
     # the connection fails: the message stays with an error and a Retry button; nothing is stored
-    held.pop().abort()
+    held_request(tab, held).abort()
     retry = tab.locator("#turn-pending .send-error button", has_text="Retry")
     expect(retry).to_be_visible()
     assert "the connection failed" in tab.locator("#turn-pending .send-error").inner_text()
