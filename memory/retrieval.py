@@ -91,37 +91,44 @@ def segment_central_summary(*, segment_id: int, centroid: np.ndarray) -> str | N
 
 # --- Retrieval for a query ------------------------------------------------------------------------------------
 
-RRF_K = 60  # reciprocal rank fusion's standard constant (Cormack, Clarke & Büttcher 2009), not tuned here
 CANDIDATES = 100  # each channel's list before fusion: five times the longest list the evaluation reads (k = 20)
 # The vector channel's first pass keeps this many pages by binary-quantised distance for the exact re-rank: the
 # smallest multiple of CANDIDATES that keeps ≥ 99.9 % of the exact top 10 and ≥ 99.5 % of the top 20 over the
 # pooled LoCoMo dev pages with MiniLM (docs/results.md, "Binary first pass"); 4× is also pgvector's usual advice.
 VECTOR_POOL = 4 * CANDIDATES
-NEIGHBOUR_HITS = 3  # the strongest fused hits whose previous and next turns join as candidates
+NEIGHBOUR_HITS = 3  # the strongest fused hits whose previous and next turns may join as candidates
 MAX_QUERY_TERMS = 12
 TERM = re.compile(r"[^\W_]+")
 
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    """Which stages rank a space's pages for a query. DEFAULT is the product's; PAPER is MemoryOS as published.
+    """Which stages rank a space's pages for a query, and how much each counts. DEFAULT is the product's; PAPER is
+    MemoryOS as published.
 
     - segment_gate: only pages of the top m segments by F, ranked by cosine (the paper's two stages);
-    - segment_prior: otherwise every page competes, its vector score raised by this weight × its segment's F;
-    - lexical: PostgreSQL full-text over the pages, IDF-weighted, fused by reciprocal rank;
-    - time: pages dated in the range the question names ("in May 2023") form one more ranked list;
-    - knowledge_pages: the pages behind the best-matching long-term facts form one more ranked list;
-    - neighbours: the turns just before and after the strongest hits form one more ranked list.
+    - otherwise every page competes on one score (`fused_score`): its cosine to the query, plus
+      `words_weight` × the share of the query's IDF mass its words hold (lexical: PostgreSQL full text), plus
+      `date_weight` when it is dated in the range the question names (time), plus `segment_prior` × its
+      segment's F, plus `fact_weight` × the cosine of a matched long-term fact it stated (knowledge_pages);
+    - neighbours: a turn just before or after one of the strongest hits scores at least `neighbour_share` of
+      that hit (never above it), when its own cosine is at least `neighbour_floor` (it is about the question too).
+    The weights are chosen by cross-validation across every evaluation set and conversation (docs/decisions/
+    0001-score-fusion.md): a channel counts in proportion to how strongly it matched, so a common word or a weak
+    neighbour cannot push a good vector hit out of the list, as reciprocal rank fusion's equal votes did.
     """
 
     segment_gate: bool = False
-    # Chosen by leave-one-conversation-out cross-validation on the LoCoMo dev split (docs/results.md): 0 won in four
-    # of five folds, and the pages behind facts lowered recall (a fact links every page of its promotion batch).
     segment_prior: float = 0.0
     lexical: bool = True
     time: bool = True
     knowledge_pages: bool = False
     neighbours: bool = True
+    words_weight: float = 0.5
+    date_weight: float = 0.1
+    fact_weight: float = 0.5
+    neighbour_share: float = 0.9
+    neighbour_floor: float = 0.2
 
 
 DEFAULT = RetrievalConfig()
@@ -271,6 +278,23 @@ def retrieve(
     return run.result
 
 
+def channel_candidates(
+    *, space: MemorySpace, query: str, now: datetime, config: RetrievalConfig | None = None
+) -> tuple[list[_Candidate], RetrievalResult]:
+    """What each page channel found for `query` before fusion (cosine, share of the query's IDF mass, date), and
+    the first batch's result; for evaluating fusion weights without a round trip per setting. Reads only."""
+    run = _Retrieval(space, query, config or DEFAULT, now)
+    first = _Batch()
+    run.read_memory(first)
+    if query.strip():
+        run.search(first)
+    first.run()
+    run.remember()
+    if run.config.knowledge_pages:
+        _fact_candidates(space, run.result, run.candidates)
+    return list(run.candidates.values()), run.result
+
+
 # --- Statements sent together -----------------------------------------------------------------------------------
 
 
@@ -411,7 +435,6 @@ class _Retrieval:
         self.segments: list[_SegmentScore] = []
         self.top: list[_SegmentScore] = []
         self.candidates: dict[int, _Candidate] = {}
-        self.lists: list[list[int]] = []
         self.pool: list[_Candidate] = []
         self.neighbour_seqs: dict[int, int] = {}
 
@@ -436,7 +459,7 @@ class _Retrieval:
         self.terms = query_terms(query)
         if self.config.lexical and self.terms:
             lexical = _lexical_sql(len(self.terms))
-            self.reads["words"] = batch.add(lexical, _lexical_params(space, self.terms), beside=True)
+            self.reads["words"] = batch.add(lexical, _lexical_params(space, self.terms, self.vector), beside=True)
         if self.config.time:
             self.result.time_range = query_time_range(query, self.now)
             if self.result.time_range is not None:
@@ -474,11 +497,11 @@ class _Retrieval:
             target = result.user_knowledge if entry.kind == KnowledgeKind.USER else result.assistant_knowledge
             target.append(ScoredKnowledge(entry=entry, score=float(entry.score)))
         if "vector" in reads:
-            self.lists.append(_vector_list(reads["vector"].rows, self.segments, self.config, self.candidates))
+            _vector_candidates(reads["vector"].rows, self.segments, self.config, self.candidates)
         if "words" in reads:
-            self.lists.append(_lexical_list(reads["words"].rows, self.terms, self.candidates))
+            _lexical_candidates(reads["words"].rows, self.terms, self.candidates)
         if "date" in reads:
-            self.lists.append(_time_list(reads["date"].rows, result.time_range, self.candidates))
+            _time_candidates(reads["date"].rows, result.time_range, self.candidates)
 
     def rank(self, batch: _Batch) -> None:
         """Fuse the channel lists (every page of the space competes) and load the best and their neighbours; or,
@@ -492,10 +515,9 @@ class _Retrieval:
             self.reads["gated"] = batch.add(GATED_SQL, params)
             return
         if self.config.knowledge_pages:
-            self.lists.append(_fact_list(self.space, self.result, self.candidates))
-        for ranking in self.lists:
-            for rank, page_id in enumerate(ranking, start=1):
-                self.candidates[page_id].fused += 1.0 / (RRF_K + rank)
+            _fact_candidates(self.space, self.result, self.candidates)
+        for candidate in self.candidates.values():
+            candidate.fused = fused_score(candidate, self.config)
         best = sorted(self.candidates.values(), key=lambda c: (-c.fused, -c.cosine, c.id))
         self.neighbour_seqs = _neighbour_seqs(best[:NEIGHBOUR_HITS]) if self.config.neighbours else {}
         self.pool = best[: settings.MEMORY_RETRIEVE_PAGES + 2 * NEIGHBOUR_HITS]
@@ -521,7 +543,7 @@ class _Retrieval:
             result.ranked = list(result.pages)
         elif "pages" in self.reads:
             pages = {p.id: p for p in _instances(Page, self.reads["pages"].rows, extra=("cosine",))}
-            _fuse_neighbours(pages, self.pool, self.neighbour_seqs, self.candidates)
+            _fuse_neighbours(pages, self.pool, self.neighbour_seqs, self.candidates, self.config)
             key = lambda c: (-c.fused, -c.cosine, c.id)  # noqa: E731
             ranked = sorted((c for c in self.candidates.values() if c.id in pages), key=key)
             limit = settings.MEMORY_RETRIEVE_PAGES
@@ -626,13 +648,28 @@ ORDER BY score DESC, seq DESC LIMIT %(limit)s
 
 @dataclass
 class _Candidate:
-    """A page some channel ranked, before it is loaded."""
+    """A page some channel found, before it is loaded: what each channel saw of it, and the score they make."""
 
     id: int
     seq: int
     cosine: float = 0.0
+    words: float = 0.0  # the share of the query's IDF mass its words hold
+    dated: bool = False  # dated in the range the question names
+    prior: float = 0.0  # its segment's F (the segment prior's evidence)
+    fact: float = 0.0  # the cosine of the best matched long-term fact it stated
     fused: float = 0.0
     found_by: dict = field(default_factory=dict)
+
+
+def fused_score(candidate: _Candidate, config: RetrievalConfig) -> float:
+    """One page's score: its cosine, raised by each other channel in proportion to how strongly it matched."""
+    return (
+        candidate.cosine
+        + config.words_weight * candidate.words
+        + config.date_weight * candidate.dated
+        + config.segment_prior * candidate.prior
+        + config.fact_weight * candidate.fact
+    )
 
 
 # The nearest pages by cosine, in two passes: the space's pages ranked by the Hamming distance of their
@@ -653,18 +690,16 @@ LIMIT %(limit)s
 """
 
 
-def _vector_list(
+def _vector_candidates(
     rows: list[tuple], segments: list[_SegmentScore], config: RetrievalConfig, candidates: dict[int, _Candidate]
-) -> list[int]:
-    """The vector channel's pages, re-ranked with their segment's F as a prior."""
-    f_of = {s.id: s.score for s in segments}
-    scored = []
+) -> None:
+    """The vector channel's pages with their cosine and (for the segment prior) their segment's F."""
+    f_of = {s.id: s.score for s in segments} if config.segment_prior else {}
     for page_id, seq, segment_id, cosine in rows:
         candidate = candidates.setdefault(page_id, _Candidate(page_id, seq))
         candidate.cosine = float(cosine)
+        candidate.prior = f_of.get(segment_id, 0.0)
         candidate.found_by["vector"] = float(cosine)
-        scored.append((float(cosine) + config.segment_prior * f_of.get(segment_id, 0.0), page_id))
-    return [page_id for _, page_id in sorted(scored, key=lambda s: (-s[0], s[1]))]
 
 
 def query_terms(query: str) -> list[str]:
@@ -684,7 +719,7 @@ WITH terms AS MATERIALIZED (
     FROM {page}, terms
     WHERE search_keys && terms.keys
 ), idf AS (
-    SELECT {idf} FROM (
+    SELECT {idf}, {mass} AS mass FROM (
         SELECT (SELECT next_seq - 1 FROM {space} WHERE id = %(space)s)::float8 AS n, {frequencies} FROM hits
     ) totals
 ), weighted AS MATERIALIZED (
@@ -692,8 +727,9 @@ WITH terms AS MATERIALIZED (
 ), cut AS (
     SELECT min(weight) AS weight FROM (SELECT weight FROM weighted ORDER BY weight DESC LIMIT %(limit)s) best
 )
-SELECT page.id, page.seq, {held}, weighted.weight, ts_rank_cd(page.search, terms.either) AS rank
-FROM weighted JOIN {page} page ON page.ctid = weighted.address, cut, terms
+SELECT page.id, page.seq, {held}, weighted.weight, ts_rank_cd(page.search, terms.either) AS rank, idf.mass,
+       coalesce(1.0 - (page.embedding <=> %(vector)s::halfvec), 0.0) AS cosine
+FROM weighted JOIN {page} page ON page.ctid = weighted.address, cut, terms, idf
 WHERE weighted.weight >= cut.weight
 ORDER BY weighted.weight DESC, rank DESC, page.id
 LIMIT %(limit)s
@@ -726,6 +762,7 @@ def _lexical_sql(n_terms: int) -> str:
         matches=", ".join(f"(space_id = %(space)s AND search @@ terms.q{i})::int AS m{i}" for i in range(n_terms)),
         frequencies=", ".join(f"sum(m{i})::float8 AS d{i}" for i in range(n_terms)),
         idf=", ".join(f"ln(1.0 + (n - d{i} + 0.5) / (d{i} + 0.5)) AS w{i}" for i in range(n_terms)),
+        mass=" + ".join(f"ln(1.0 + (n - d{i} + 0.5) / (d{i} + 0.5))" for i in range(n_terms)),
         flags=", ".join(f"m{i}" for i in range(n_terms)),
         held=", ".join(f"weighted.m{i}" for i in range(n_terms)),
         held_any=" + ".join(f"m{i}" for i in range(n_terms)) + " > 0",
@@ -733,25 +770,26 @@ def _lexical_sql(n_terms: int) -> str:
     )
 
 
-def _lexical_params(space: MemorySpace, terms: list[str]) -> dict:
+def _lexical_params(space: MemorySpace, terms: list[str], vector: str) -> dict:
     return {
         "space": space.id,
+        "vector": vector,
         "limit": CANDIDATES,
         **{f"t{i}": term for i, term in enumerate(terms)},
     }
 
 
-def _lexical_list(rows: list[tuple], terms: list[str], candidates: dict[int, _Candidate]) -> list[int]:
-    """Pages holding any of the query's terms, best first by the summed IDF of the terms they hold (rare words
-    and names count most), then by ts_rank_cd (terms close together), then id; at most CANDIDATES, the document
-    frequencies counted in the database."""
-    ranking = []
-    for page_id, seq, *flags_weight_rank in rows:
-        flags = flags_weight_rank[: len(terms)]
+def _lexical_candidates(rows: list[tuple], terms: list[str], candidates: dict[int, _Candidate]) -> None:
+    """Pages holding any of the query's terms (at most CANDIDATES, the best by the summed IDF of the terms they
+    hold), each with the share of the query's IDF mass it holds: a page holding the rare words and names of the
+    question scores near 1, one holding only a common word near 0. Document frequencies are counted in the
+    database; the page's cosine comes with it, so a page only this channel found still has its vector's say."""
+    for page_id, seq, *flags, weight, _rank, mass, cosine in rows:
         words = [term for term, hit in zip(terms, flags, strict=True) if hit]
-        candidates.setdefault(page_id, _Candidate(page_id, seq)).found_by["words"] = words
-        ranking.append(page_id)
-    return ranking
+        candidate = candidates.setdefault(page_id, _Candidate(page_id, seq))
+        candidate.words = float(weight) / float(mass) if mass else 0.0
+        candidate.cosine = float(cosine)
+        candidate.found_by["words"] = words
 
 
 def _time_statement(time_range: TimeRange) -> tuple[str, dict]:
@@ -769,36 +807,34 @@ def _time_statement(time_range: TimeRange) -> tuple[str, dict]:
     return sql, params
 
 
-def _time_list(rows: list[tuple], time_range: TimeRange, candidates: dict[int, _Candidate]) -> list[int]:
-    ranking = []
+def _time_candidates(rows: list[tuple], time_range: TimeRange, candidates: dict[int, _Candidate]) -> None:
     for page_id, seq, cosine in rows:
         candidate = candidates.setdefault(page_id, _Candidate(page_id, seq))
-        candidate.cosine = candidate.cosine or float(cosine)
+        candidate.cosine = float(cosine)
+        candidate.dated = True
         candidate.found_by["date"] = time_range.label
-        ranking.append(page_id)
-    return ranking
 
 
-def _fact_list(space: MemorySpace, result: RetrievalResult, candidates: dict[int, _Candidate]) -> list[int]:
-    """The pages of this space behind the retrieved facts, the best fact's pages first (by cosine, then seq)."""
+def _fact_candidates(space: MemorySpace, result: RetrievalResult, candidates: dict[int, _Candidate]) -> None:
+    """The pages of this space behind the retrieved facts, each with the cosine of the best fact it stated (a page
+    not otherwise found keeps cosine 0 until loaded: its fact is its evidence)."""
     facts = sorted([*result.user_knowledge, *result.assistant_knowledge], key=lambda k: (-k.score, k.entry.id))
     if not facts:
-        return []
+        return
     through = KnowledgeEntry.source_pages.through
     rows = through.objects.filter(knowledgeentry_id__in=[k.entry.id for k in facts], page__space=space).values_list(
         "knowledgeentry_id", "page_id", "page__seq"
     )
-    by_fact: dict[int, list[tuple[int, int]]] = {}
-    for entry_id, page_id, seq in rows:
-        by_fact.setdefault(entry_id, []).append((page_id, seq))
-    ranking: list[int] = []
-    for fact in facts:
-        pages = by_fact.get(fact.entry.id, [])
-        for page_id, seq in sorted(pages, key=lambda p: (-candidates.get(p[0], _Candidate(0, p[1])).cosine, p[1])):
-            if page_id not in ranking:
-                candidates.setdefault(page_id, _Candidate(page_id, seq)).found_by.setdefault("fact", fact.entry.id)
-                ranking.append(page_id)
-    return ranking[:CANDIDATES]
+    seq_of = {page_id: seq for _, page_id, seq in rows}
+    best: dict[int, tuple[float, int]] = {}
+    score_of = {k.entry.id: k.score for k in facts}
+    for entry_id, page_id, _ in rows:
+        if score_of[entry_id] > best.get(page_id, (-1.0, 0))[0]:
+            best[page_id] = (score_of[entry_id], entry_id)
+    for page_id, (score, entry_id) in best.items():
+        candidate = candidates.setdefault(page_id, _Candidate(page_id, seq_of[page_id]))
+        candidate.fact = max(float(score), 0.0)
+        candidate.found_by.setdefault("fact", entry_id)
 
 
 def _neighbour_seqs(hits: list[_Candidate]) -> dict[int, int]:
@@ -818,22 +854,35 @@ LOAD_SQL = f"SELECT {_columns(Page)}, {PAGE_COSINE} AS cosine FROM memory_page W
 
 
 def _fuse_neighbours(
-    pages: dict[int, Page], pool: list[_Candidate], neighbour_seqs: dict[int, int], candidates: dict[int, _Candidate]
+    pages: dict[int, Page],
+    pool: list[_Candidate],
+    neighbour_seqs: dict[int, int],
+    candidates: dict[int, _Candidate],
+    config: RetrievalConfig,
 ) -> None:
-    """Neighbours form one more ranked list, in the order of their hits, but a neighbour never outranks the hit
-    that brought it (its evidence is the hit's); every loaded page gets its cosine."""
+    """A loaded neighbour that is about the question too (cosine ≥ neighbour_floor) scores at least
+    `neighbour_share` of its hit's score and never above the hit (its evidence is the hit's); a neighbour below the
+    floor is dropped, like every loaded page outside the pool. Every loaded page gets its exact cosine."""
     by_seq = {p.seq: p for p in pages.values()}
-    before = {c.id: c.fused for c in candidates.values()}
-    for rank, (seq, hit_id) in enumerate(neighbour_seqs.items(), start=1):
+    for seq, hit_id in neighbour_seqs.items():
         page = by_seq.get(seq)
-        if page is None:
+        if page is None or float(page.cosine) < config.neighbour_floor:
             continue
         candidate = candidates.setdefault(page.id, _Candidate(page.id, seq))
+        candidate.cosine = float(page.cosine)
+        hit = candidates[hit_id].fused
+        own = fused_score(candidate, config)
+        candidate.fused = max(own, min(config.neighbour_share * hit, hit - 1e-9))
         candidate.found_by.setdefault("neighbour", hit_id)
-        own = before.get(page.id, 0.0)
-        candidate.fused = max(own, min(own + 1.0 / (RRF_K + rank), before[hit_id] - 1e-9))
-    for page in pages.values():
-        candidates[page.id].cosine = float(page.cosine)
     pooled = {c.id for c in pool}
-    for page_id in [i for i in pages if i not in pooled and "neighbour" not in candidates[i].found_by]:
+    for page_id in [i for i in pages if i not in pooled and "neighbour" not in candidates.get(i, _NONE).found_by]:
         del pages[page_id]
+    for page in pages.values():
+        candidate = candidates[page.id]
+        if not candidate.cosine and "neighbour" not in candidate.found_by:  # found by a fact alone: now scored whole
+            candidate.cosine = float(page.cosine)
+            candidate.fused = fused_score(candidate, config)
+        candidate.cosine = float(page.cosine)
+
+
+_NONE = _Candidate(0, 0)

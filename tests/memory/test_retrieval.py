@@ -121,7 +121,8 @@ def test_a_page_whose_keys_collide_with_the_questions_is_found_by_words_only_if_
             " LANGUAGE sql IMMUTABLE AS $$ SELECT ARRAY(SELECT DISTINCT unnest(search_keys) FROM memory_page) $$"
         )
     with connection.cursor() as cursor:  # the channel's own list, before loading (which names the space again)
-        cursor.execute(retrieval._lexical_sql(1), retrieval._lexical_params(space, ["sourdough"]))
+        params = retrieval._lexical_params(space, ["sourdough"], retrieval._vector_text(np.zeros(256)))
+        cursor.execute(retrieval._lexical_sql(1), params)
         found = [row[0] for row in cursor.fetchall()]
     assert found == list(
         Page.objects.filter(space=space, user_message__contains="sourdough").values_list("id", flat=True)
@@ -135,7 +136,8 @@ def test_a_words_idf_counts_the_pages_the_space_has_stored_deleted_ones_included
     builders.page(space, user_message="a walk", assistant_reply="Nice.")
     builders.page(space, user_message="tax forms", assistant_reply="Ugh.").delete()
     with connection.cursor() as cursor:
-        cursor.execute(retrieval._lexical_sql(1), retrieval._lexical_params(space, ["biscuit"]))
+        params = retrieval._lexical_params(space, ["biscuit"], retrieval._vector_text(np.zeros(256)))
+        cursor.execute(retrieval._lexical_sql(1), params)
         (row,) = cursor.fetchall()
     stored, holding = 3, 1  # N is the space's page sequence, as Lucene counts deleted documents until merged away
     assert row[3] == pytest.approx(math.log(1 + (stored - holding + 0.5) / (holding + 0.5)))
@@ -274,11 +276,24 @@ def test_the_turns_around_a_strong_hit_come_with_it_but_never_before_it(space, m
         summary="a trip",
         messages=["we flew to Lisbon in March", "the food there was lovely", "my sister came along", "it was warm"],
     )
-    result = retrieve(space=space, query="Lisbon flight", now=NOW)
+    any_neighbour = dataclasses.replace(retrieval.DEFAULT, neighbour_floor=0.0)
+    result = retrieve(space=space, query="Lisbon flight", now=NOW, config=any_neighbour)
     neighbours = [p for p in result.ranked if "neighbour" in p.found_by]
     assert "the food there was lovely" in [p.page.user_message for p in neighbours]
     order = [p.page.id for p in result.ranked]
     assert all(order.index(p.found_by["neighbour"]) < order.index(p.page.id) for p in neighbours)
+
+
+def test_a_turn_next_to_a_hit_that_is_not_about_the_question_does_not_come_with_it(space, memory):
+    builders.segment_with_pages(
+        space,
+        summary="a trip",
+        messages=["we flew to Lisbon in March", "the food there was lovely", "my sister came along", "it was warm"],
+    )
+    result = retrieve(space=space, query="Lisbon flight", now=NOW)
+    food = next(p for p in result.ranked if p.page.user_message == "the food there was lovely")
+    assert "neighbour" not in food.found_by
+    assert food.fused == food.score  # its own cosine, nothing borrowed from the hit
 
 
 def test_an_unrelated_question_heats_no_segment(space, memory):
