@@ -171,6 +171,18 @@ class Table:
         return max(range(len(keys)), key=lambda i: keys[i])
 
 
+def named(configs: list[RetrievalConfig]) -> dict[str, int]:
+    """The rows of the product's default and of its ablations (each channel off), where the grid holds them."""
+    wanted = {
+        "default": DEFAULT,
+        "default, words off": dataclasses.replace(DEFAULT, words_weight=0.0),
+        "default, dates off": dataclasses.replace(DEFAULT, date_weight=0.0),
+        "default, neighbours off": dataclasses.replace(DEFAULT, neighbour_floor=2.0),
+        "vectors only": dataclasses.replace(DEFAULT, words_weight=0.0, date_weight=0.0, neighbour_floor=2.0),
+    }
+    return {label: configs.index(config) for label, config in wanted.items() if config in configs}
+
+
 def folds(table: Table) -> list[dict]:
     """Leave one set out, then leave one conversation out: the setting chosen on the rest, scored on the fold."""
     sets = np.array([q.set_name for q in table.questions])

@@ -232,3 +232,35 @@ def test_a_question_is_embedded_once_for_both_systems(embedder):
     memo.embed(["Another question?"])
     assert embedder.calls == 2
     assert (memo.name, memo.dimension) == (embedder.name, embedder.dimension)  # the store's guard accepts it
+
+
+@pytest.mark.django_db(transaction=True)
+def test_several_sets_are_scored_into_their_own_tenants_and_shown_in_one_table(tiny_file, tmp_path, capsys):
+    second = tmp_path / "second_set.json"
+    second.write_text(json.dumps([{**TINY[0], "sample_id": "conv-t2"}]))
+    out = tmp_path / "results.json"
+
+    call_command(
+        "locomo_eval",
+        "--data",
+        str(tiny_file),
+        "--data",
+        str(second),
+        "--systems",
+        "memoryos,flat_rag",
+        "--tenant",
+        "sets",
+        "--out",
+        str(out),
+        "--report",
+        str(tmp_path / "report.html"),
+        "--no-progress",
+    )
+
+    assert set(Tenant.objects.filter(slug__startswith="sets-").values_list("slug", flat=True)) == {
+        "sets-tiny-locomo",
+        "sets-second-set",
+    }
+    assert json.loads((tmp_path / "results-second_set.json").read_text())["conversations"] == ["conv-t2"]
+    table = capsys.readouterr().out.split("| set | system |")[1]
+    assert "| tiny_locomo | memoryos |" in table and "| second_set | flat_rag |" in table

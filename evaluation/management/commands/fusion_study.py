@@ -44,6 +44,9 @@ class Command(BaseCommand):
         for fold in folds:
             held = ", ".join(f"{k} {v:.3f} (flat {fold['flat_rag'][k]:.3f})" for k, v in fold["held_out"].items())
             self.stdout.write(f"{fold['fold']:34} {held}  chosen {fold['chosen']}")
+        everyone = table.flat == table.flat
+        for label, config in fusion_study.named(table.configs).items():
+            self.stdout.write(f"{label:34} {table.by_set(table.recalls[config], everyone)}")
         index = table.chosen(table.flat == table.flat)
         everything = table.by_set(table.recalls[index], table.flat == table.flat)
         self.stdout.write(f"chosen on every set: {fusion_study._weights(table.configs[index])} -> {everything}")
