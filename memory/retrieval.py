@@ -788,7 +788,7 @@ def _lexical_candidates(rows: list[tuple], terms: list[str], candidates: dict[in
         words = [term for term, hit in zip(terms, flags, strict=True) if hit]
         candidate = candidates.setdefault(page_id, _Candidate(page_id, seq))
         candidate.words = float(weight) / float(mass) if mass else 0.0
-        candidate.cosine = float(cosine)
+        candidate.cosine = max(candidate.cosine, float(cosine))  # the vector channel's may be a passage's
         candidate.found_by["words"] = words
 
 
@@ -810,7 +810,7 @@ def _time_statement(time_range: TimeRange) -> tuple[str, dict]:
 def _time_candidates(rows: list[tuple], time_range: TimeRange, candidates: dict[int, _Candidate]) -> None:
     for page_id, seq, cosine in rows:
         candidate = candidates.setdefault(page_id, _Candidate(page_id, seq))
-        candidate.cosine = float(cosine)
+        candidate.cosine = max(candidate.cosine, float(cosine))
         candidate.dated = True
         candidate.found_by["date"] = time_range.label
 
@@ -869,7 +869,7 @@ def _fuse_neighbours(
         if page is None or float(page.cosine) < config.neighbour_floor:
             continue
         candidate = candidates.setdefault(page.id, _Candidate(page.id, seq))
-        candidate.cosine = float(page.cosine)
+        candidate.cosine = max(candidate.cosine, float(page.cosine))
         hit = candidates[hit_id].fused
         own = fused_score(candidate, config)
         candidate.fused = max(own, min(config.neighbour_share * hit, hit - 1e-9))
@@ -882,7 +882,7 @@ def _fuse_neighbours(
         if not candidate.cosine and "neighbour" not in candidate.found_by:  # found by a fact alone: now scored whole
             candidate.cosine = float(page.cosine)
             candidate.fused = fused_score(candidate, config)
-        candidate.cosine = float(page.cosine)
+        candidate.cosine = max(candidate.cosine, float(page.cosine))  # a passage's may be higher than the page's
 
 
 _NONE = _Candidate(0, 0)
