@@ -561,22 +561,23 @@ def technical_long(*, seed: int = 1, conversations: int = 8) -> list[dict]:
 
 
 def _technical_chat(rng: random.Random, number: int) -> dict:
-    """One project's long technical chat: four components, each discussed in six exchanges across the sessions
-    (set-up, then follow-ups), every answer long and about that component, with a few short exchanges between.
-    A component's twelve details are spread over its six answers, so finding the component is not finding the
-    detail: the answer's own text has to be read."""
+    """One project's long technical chat: four components, each discussed in twelve exchanges across eight
+    sessions (set-up, then follow-ups), every answer long and about that component, with short exchanges between.
+    Each answer holds one of the component's twelve details, so finding the component is not finding the detail:
+    the answer's own text has to be read."""
     name = USER_NAMES[(number + 5) % len(USER_NAMES)]
     chat = Transcript(user=name, start=datetime(2025, 2, 3, 10, 0, tzinfo=UTC) + timedelta(days=rng.randint(0, 150)))
     topics = rng.sample(TOPICS, k=4)
-    schedule = [(topic, part) for part in range(6) for topic in rng.sample(topics, k=len(topics))]
+    schedule = [(topic, part) for part in range(len(DETAILS)) for topic in rng.sample(topics, k=len(topics))]
     kinds = {topic[0]: rng.sample(DETAILS, k=len(DETAILS)) for topic in topics}
     asked: list[tuple] = []
-    for session in range(6):
+    per_session = len(schedule) // 8
+    for session in range(8):
         chat.new_session(gap_days=rng.randint(1, 9))
-        for (component, theme), part in schedule[4 * session : 4 * session + 4]:
-            details = kinds[component][2 * part : 2 * part + 2]
+        for (component, theme), part in schedule[per_session * session : per_session * (session + 1)]:
+            details = kinds[component][part : part + 1]
             asked.extend(_technical_exchange(rng, chat, component, theme, details, follow_up=part > 0))
-            if rng.random() < 0.4:
+            if rng.random() < 0.3:
                 chat.say(*_thanks(rng, component))
         if rng.random() < 0.6:
             _user_fact(rng, chat)

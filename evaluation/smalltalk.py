@@ -40,7 +40,33 @@ OPENERS = [
     "The live stream of the rocket launch got delayed three times, I gave up.",
     "I walked past a street where they film a TV series, lots of trucks and cables everywhere.",
     "I think I need a new pair of running shoes, these ones squeak.",
+    "The printer at the office jammed three times before ten o'clock.",
+    "I burnt the toast again. The smoke alarm and I are on first-name terms.",
+    "A pigeon has decided our balcony railing is its home now.",
+    "Our building's lift has been out of order all week, my legs hate me.",
+    "I tried meditating for five minutes and thought about lunch the whole time.",
+    "There was a double rainbow over the motorway this evening.",
+    "I lost an hour scrolling through photos of tiny houses.",
+    "My playlist shuffled to a song I haven't heard since school.",
+    "The supermarket moved every aisle around and I walked in circles.",
+    "I've been trying to learn a few words of Icelandic just for fun.",
+    "Someone in the flat upstairs is clearly learning to tap dance.",
+    "My houseplant finally grew a new leaf and I'm unreasonably proud.",
+    "The Wi-Fi dropped in the middle of a video call, classic.",
+    "I found a tenner in an old coat pocket, best day of the month.",
+    "Is it weird to eat cereal for dinner? Asking for myself.",
+    "We had a power cut last night and played cards by candlelight.",
+    "I started knitting a scarf and it already looks like a fishing net.",
+    "The cinema near us shows old films on Tuesdays, I saw a Hitchcock.",
+    "I can never remember whether it's 'affect' or 'effect'.",
+    "My neighbour gave us a bag of courgettes the size of baseball bats.",
+    "I signed a petition to save the old oak tree in the square.",
+    "Why do socks always disappear in the wash?",
+    "I tried a crossword in ink today, very bold of me.",
+    "A street musician played the accordion outside the station all afternoon.",
+    "I watched the sunrise by accident because the cat woke me at five.",
 ]
+PREFIXES = ["", "", "", "So, ", "Random thought: ", "Hey! ", "Okay, ", "Ugh, ", "Fun one: ", "Hi again. "]
 DETAILS = [
     "Anyway, nothing important, just sharing.",
     "It's been that kind of week.",
@@ -80,5 +106,6 @@ ASIDES = [
 
 def small_talk(rng: random.Random) -> tuple[str, str]:
     """One everyday exchange: (what the user says, what the assistant answers)."""
-    user = " ".join(part for part in (rng.choice(OPENERS), rng.choice(DETAILS), rng.choice(ASIDES)) if part)
+    opener = rng.choice(PREFIXES) + rng.choice(OPENERS)
+    user = " ".join(part for part in (opener, rng.choice(DETAILS), rng.choice(ASIDES)) if part)
     return user, rng.choice(REPLIES)
