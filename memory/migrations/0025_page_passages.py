@@ -1,9 +1,9 @@
 """Passages of long pages (issue 28): overlapping windows of a page's text, each with its own half-precision vector.
 
-The foreign keys to the page and the space cascade in PostgreSQL (`ON DELETE CASCADE`), while Django does nothing
-on delete: every path that deletes pages or spaces (forget, erase, retention, import) takes their passages with it,
-and no delete sends one more statement. Referential actions are never deferred, so keeping Django's `DEFERRABLE
-INITIALLY DEFERRED` is harmless.
+The foreign keys to the page and the space are created here, with `ON DELETE CASCADE`, and Django is told to create
+none and to do nothing on delete: every path that deletes pages or spaces (forget, erase, retention, import) takes
+their passages with it, and no delete sends one more statement. The unique (page, start) index and
+`passage_space_page` serve both keys, so neither gets an index of its own.
 """
 
 import django.db.models.deletion
@@ -12,16 +12,13 @@ from django.db import migrations, models
 import memory.models.tiers
 
 CASCADE_IN_THE_DATABASE = """
-DO $$
-DECLARE c record;
-BEGIN
-    FOR c IN SELECT conname, pg_get_constraintdef(oid) AS definition FROM pg_constraint
-             WHERE conrelid = 'memory_pagepassage'::regclass AND contype = 'f' LOOP
-        EXECUTE format('ALTER TABLE memory_pagepassage DROP CONSTRAINT %I', c.conname);
-        EXECUTE format('ALTER TABLE memory_pagepassage ADD CONSTRAINT %I %s', c.conname,
-                       replace(c.definition, ' DEFERRABLE', ' ON DELETE CASCADE DEFERRABLE'));
-    END LOOP;
-END $$;
+ALTER TABLE memory_pagepassage
+    ADD CONSTRAINT passage_page_cascade FOREIGN KEY (page_id) REFERENCES memory_page (id) ON DELETE CASCADE,
+    ADD CONSTRAINT passage_space_cascade FOREIGN KEY (space_id) REFERENCES memory_memoryspace (id) ON DELETE CASCADE;
+"""
+
+NO_CASCADE = """
+ALTER TABLE memory_pagepassage DROP CONSTRAINT passage_page_cascade, DROP CONSTRAINT passage_space_cascade;
 """
 
 
@@ -41,13 +38,21 @@ class Migration(migrations.Migration):
                 (
                     "page",
                     models.ForeignKey(
-                        on_delete=django.db.models.deletion.DO_NOTHING, related_name="passages", to="memory.page"
+                        db_constraint=False,
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="passages",
+                        to="memory.page",
                     ),
                 ),
                 (
                     "space",
                     models.ForeignKey(
-                        on_delete=django.db.models.deletion.DO_NOTHING, related_name="+", to="memory.memoryspace"
+                        db_constraint=False,
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="memory.memoryspace",
                     ),
                 ),
             ],
@@ -61,5 +66,5 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
-        migrations.RunSQL(sql=CASCADE_IN_THE_DATABASE, reverse_sql=migrations.RunSQL.noop),
+        migrations.RunSQL(sql=CASCADE_IN_THE_DATABASE, reverse_sql=NO_CASCADE),
     ]

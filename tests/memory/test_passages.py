@@ -1,0 +1,158 @@
+"""Long pages are memory too: a page longer than the embedder reads is embedded in overlapping passages as well,
+and the vector channel finds it by its best passage, whatever part of it a question is about."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from datetime import timedelta
+
+import pytest
+
+from memory.embeddings import use_embedder
+from memory.models import Page, PagePassage
+from memory.retrieval import DEFAULT, retrieve
+from memory.services import passages
+from memory.services.audit import Actor
+from memory.services.gdpr import user_erase
+from memory.services.governance import page_forget
+from memory.services.reembed import memory_reembed
+from memory.services.turns import InvalidTurn, turn_record
+from memory.text import PASSAGE_CHARS, passage_span_at, passage_spans
+from tests import builders
+from tests.builders import T0
+from tests.fakes import HashingEmbedder
+
+VECTOR_ONLY = dataclasses.replace(DEFAULT, lexical=False, time=False, neighbours=False)
+OPERATOR = Actor("operator", "1", "sam")
+ENDING = (
+    "Metrics exporter port: our exporter listens on port 9464. Which port to open in our firewall? Port 9464, "
+    "for the metrics exporter behind our firewall, and only that port."
+)
+QUESTION = "Which port does our metrics exporter listen on behind our firewall?"
+
+
+@pytest.fixture(autouse=True)
+def embedder():
+    """An embedder that, like MiniLM, reads only the start of a text (about its first 256 word pieces)."""
+    with use_embedder(HashingEmbedder(reads_chars=PASSAGE_CHARS)) as fake:
+        yield fake
+
+
+def placed_long_page(space, capture, *, reply: str) -> Page:
+    """A long turn recorded, then pushed out of short-term memory by the next turn and placed (embedded)."""
+    builders.segment_with_pages(space, summary="metrics dashboards", messages=["I like metrics dashboards at home."])
+    long = builders.turn(space, user_message="How do I ship the release?", assistant_reply=reply).page
+    with capture(execute=True):
+        for number in range(7):  # STM holds 7 pages: the long one leaves it
+            builders.turn(space, user_message=f"Thanks, noted {number}.", at=T0 + timedelta(minutes=number))
+    long.refresh_from_db()
+    assert long.tier == "mtm" and long.segment_id is not None
+    return long
+
+
+def test_a_short_text_has_no_passages_and_a_long_one_is_covered_by_overlapping_windows():
+    text = builders.long_reply(chars=20_000, ending=ENDING)
+
+    spans = passage_spans(text)
+
+    assert passage_spans("x" * PASSAGE_CHARS) == []
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    assert all(0 < end - start <= PASSAGE_CHARS for start, end in spans)
+    assert all(start < before_end for (_, before_end), (start, _) in itertools.pairwise(spans))
+    assert all(text[end - 1] in "\n .`" or end == len(text) for _, end in spans)  # whole lines and sentences
+    assert any(ENDING in text[start:end] for start, end in spans)
+    assert passage_span_at(text, spans[3][0]) == spans[3] and passage_span_at(text, 1) is None
+
+
+def test_a_placed_long_page_is_embedded_with_its_passages_in_one_embedder_call(
+    space, embedder, django_capture_on_commit_callbacks
+):
+    long = placed_long_page(space, django_capture_on_commit_callbacks, reply=builders.long_reply(ending=ENDING))
+
+    spans = passage_spans(long.memory_text)
+    stored = list(PagePassage.objects.filter(page=long).order_by("start").values_list("start", "end", "space_id"))
+    assert len(spans) > 40 and [(start, end) for start, end, _ in stored] == spans
+    assert {space_id for *_, space_id in stored} == {space.id}
+    first = embedder.inputs.index(long.memory_text)
+    assert embedder.inputs[first + 1 : first + 1 + len(spans)] == [long.memory_text[s:e] for s, e in spans]
+    assert not PagePassage.objects.exclude(page=long).exists()  # short pages have none
+
+
+def test_a_question_about_a_sentence_near_the_end_finds_the_page_through_its_passage(
+    space, django_capture_on_commit_callbacks
+):
+    long = placed_long_page(space, django_capture_on_commit_callbacks, reply=builders.long_reply(ending=ENDING))
+
+    result = retrieve(space=space, query=QUESTION, config=VECTOR_ONLY, record_visits=False)
+
+    best = result.pages[0]
+    assert best.page == long
+    start = best.found_by["passage"]
+    start, end = passage_span_at(long.memory_text, start)
+    assert ENDING in long.memory_text[start:end] and start > 45_000
+    assert best.found_by["vector"] > result.pages[1].score
+
+
+def test_without_passages_a_question_about_the_end_of_a_long_page_misses_it(
+    space, django_capture_on_commit_callbacks, monkeypatch
+):
+    monkeypatch.setattr(passages, "passage_spans", lambda text: [])  # the page's own vector only
+    long = placed_long_page(space, django_capture_on_commit_callbacks, reply=builders.long_reply(ending=ENDING))
+
+    result = retrieve(space=space, query=QUESTION, config=VECTOR_ONLY, record_visits=False)
+
+    assert not PagePassage.objects.exists()
+    assert result.pages[0].page != long
+
+
+def test_forgetting_a_long_page_deletes_its_passages(space, django_capture_on_commit_callbacks):
+    long = placed_long_page(space, django_capture_on_commit_callbacks, reply=builders.long_reply(ending=ENDING))
+
+    page_forget(page=long, actor=OPERATOR, reason="asked to")
+
+    assert not PagePassage.objects.exists()
+    result = retrieve(space=space, query=QUESTION, config=VECTOR_ONLY, record_visits=False)
+    assert long.pk not in [p.page.pk for p in result.pages]
+
+
+def test_erasing_the_user_deletes_every_passage(space, django_capture_on_commit_callbacks):
+    placed_long_page(space, django_capture_on_commit_callbacks, reply=builders.long_reply(ending=ENDING))
+
+    erasure = user_erase(end_user=space.end_user, actor=OPERATOR, legal_basis="art17", dry_run=False)
+
+    assert erasure.receipt is not None and not PagePassage.objects.exists()
+    assert "memory_pagepassage" not in erasure.counts  # a passage is part of its page, counted with it
+
+
+def test_a_new_embedder_recomputes_the_passages(space, django_capture_on_commit_callbacks):
+    long = placed_long_page(space, django_capture_on_commit_callbacks, reply=builders.long_reply(ending=ENDING))
+    before = PagePassage.objects.filter(page=long).count()
+    other = HashingEmbedder(dimension=256, reads_chars=PASSAGE_CHARS)
+    other.name = "test:other"
+
+    memory_reembed(embedder=other)
+
+    assert PagePassage.objects.filter(page=long).count() == before
+    assert {long.memory_text[s:e] for s, e in passage_spans(long.memory_text)} <= set(other.inputs)
+
+
+def test_a_turn_of_64000_characters_with_code_is_stored_and_searched_to_its_last_word(space):
+    reply = builders.long_reply(chars=64_000, ending="The zanzibarian checksum lives in verify_zanzibar().")
+    assert len(reply) == 64_000
+
+    page = turn_record(
+        end_user=space.end_user, assistant=space.assistant, user_message="Review my code?", assistant_reply=reply
+    ).page
+    result = retrieve(space=space, query="where is the zanzibarian checksum?", record_visits=False)
+
+    assert Page.objects.get(pk=page.pk).assistant_reply == reply
+    found = {scored.page.id: scored.found_by for scored in result.ranked}
+    assert found[page.id]["words"] == ["zanzibarian", "checksum"]
+
+
+def test_a_turn_past_the_limit_is_refused_and_nothing_is_stored(space):
+    with pytest.raises(InvalidTurn, match="assistant_reply is longer than 64000 characters"):
+        turn_record(end_user=space.end_user, assistant=space.assistant, user_message="Hi", assistant_reply="x" * 64_001)
+
+    assert not Page.objects.exists()
