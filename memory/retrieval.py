@@ -165,7 +165,9 @@ class ScoredPage:
         if "words" in self.found_by:
             parts.append("words " + ", ".join(f"'{w}'" for w in self.found_by["words"]))
         if "vector" in self.found_by:
-            parts.append(f"vector {self.found_by['vector']:.2f}")
+            passage = self.found_by.get("passage")
+            at = f" (its passage at character {passage:,})" if passage is not None else ""
+            parts.append(f"vector {self.found_by['vector']:.2f}{at}")
         if "date" in self.found_by:
             parts.append(f"date range {self.found_by['date']}")
         if "fact" in self.found_by:

@@ -330,3 +330,21 @@ def passage_spans(text: str, *, size: int = PASSAGE_CHARS, overlap: int = PASSAG
 def passage_span_at(text: str, start: int) -> tuple[int, int] | None:
     """The span of the passage of `text` that starts at `start`, if there is one."""
     return next(((s, e) for s, e in passage_spans(text) if s == start), None)
+
+
+def passage_holding(text: str, query: str) -> tuple[int, int] | None:
+    """The span of the first passage of a long text that holds `query` (case ignored), else of the one holding the
+    most of its words; None for a text that fits in one passage, or that holds none of them."""
+    spans = passage_spans(text)
+    needle = query.strip().casefold()
+    if not spans or not needle:
+        return None
+    folded = text.casefold()
+    exact = next(((start, end) for start, end in spans if needle in folded[start:end]), None)
+    if exact is not None:
+        return exact
+    words = set(re.findall(r"\w+", needle))
+    count, best = max(
+        ((len(words & set(re.findall(r"\w+", folded[s:e]))), (s, e)) for s, e in spans), key=lambda c: c[0]
+    )
+    return best if count else None

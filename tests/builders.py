@@ -451,3 +451,13 @@ def long_reply(*, chars: int = 50_000, ending: str = "") -> str:
             parts.append(_CODE[step % len(_CODE)])
     text = "\n\n".join(parts)[: chars - len(tail)]
     return text + tail
+
+
+def stm_push_out(space: MemorySpace, capture, *, prefix: str = "Thanks, noted") -> None:
+    """As many short turns as STM holds, so every earlier page leaves it and is placed (embedded) at once; `capture`
+    is pytest-django's django_capture_on_commit_callbacks, which runs the placement queued after commit."""
+    from django.conf import settings
+
+    with capture(execute=True):
+        for number in range(settings.MEMORY_STM_CAPACITY):
+            turn(space, user_message=f"{prefix} {number}.")

@@ -66,9 +66,7 @@ def found_by_its_end(end_user: EndUser, capture, settings) -> ScoredPage:
     settings.LLM_BASE_URL = ""
     space = builders.space_of(end_user)
     builders.segment_with_pages(space, summary="metrics dashboards", messages=["I like metrics dashboards at home."])
-    with capture(execute=True):
-        for number in range(7):  # STM holds 7 pages: the long one leaves it
-            builders.turn(space, user_message=f"Thanks, noted {number}.")
+    builders.stm_push_out(space, capture)
     return retrieve(space=space, query=QUESTION, config=VECTOR_ONLY, record_visits=False).pages[0]
 
 
@@ -159,9 +157,7 @@ def test_a_long_page_in_a_bundle_is_imported_with_its_passages_and_found_by_its_
 ):
     found_by_its_end(alice, django_capture_on_commit_callbacks, settings)  # placed: there is nothing to find yet
     builders.turn(builders.space_of(alice), user_message=ASKED, assistant_reply=LONG)
-    with django_capture_on_commit_callbacks(execute=True):
-        for number in range(7):
-            builders.turn(builders.space_of(alice), user_message=f"Again, noted {number}.")
+    builders.stm_push_out(builders.space_of(alice), django_capture_on_commit_callbacks, prefix="Again, noted")
     bundle = json.loads(json.dumps(user_export_data(end_user=alice)))
     carol = end_user_create(tenant=tenant, external_id="carol")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from datetime import timedelta
 
 import pytest
 
@@ -20,7 +19,6 @@ from memory.services.reembed import memory_reembed
 from memory.services.turns import InvalidTurn, turn_record
 from memory.text import PASSAGE_CHARS, passage_span_at, passage_spans
 from tests import builders
-from tests.builders import T0
 from tests.fakes import HashingEmbedder
 
 VECTOR_ONLY = dataclasses.replace(DEFAULT, lexical=False, time=False, neighbours=False)
@@ -43,9 +41,7 @@ def placed_long_page(space, capture, *, reply: str) -> Page:
     """A long turn recorded, then pushed out of short-term memory by the next turn and placed (embedded)."""
     builders.segment_with_pages(space, summary="metrics dashboards", messages=["I like metrics dashboards at home."])
     long = builders.turn(space, user_message="How do I ship the release?", assistant_reply=reply).page
-    with capture(execute=True):
-        for number in range(7):  # STM holds 7 pages: the long one leaves it
-            builders.turn(space, user_message=f"Thanks, noted {number}.", at=T0 + timedelta(minutes=number))
+    builders.stm_push_out(space, capture)
     long.refresh_from_db()
     assert long.tier == "mtm" and long.segment_id is not None
     return long
