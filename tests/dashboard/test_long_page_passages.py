@@ -50,9 +50,7 @@ def test_the_context_preview_quotes_the_passage_of_a_long_page_that_matched(clie
         assert ("<html" in body) == (headers == {})
 
 
-def test_the_console_search_shows_the_passage_of_a_long_page_that_holds_the_words(
-    client, agent_user, alice, long_page
-):
+def test_the_console_search_shows_the_passage_of_a_long_page_that_holds_the_words(client, agent_user, alice, long_page):
     client.force_login(agent_user)
 
     for headers in ({}, HX):

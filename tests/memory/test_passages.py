@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 
 import pytest
 
+from memory.bundles import bundle_fingerprint
 from memory.embeddings import use_embedder
 from memory.models import Page, PagePassage
 from memory.retrieval import DEFAULT, retrieve
 from memory.services import passages
 from memory.services.audit import Actor
-from memory.services.gdpr import user_erase
+from memory.services.gdpr import user_erase, user_export_data
 from memory.services.governance import page_forget
 from memory.services.reembed import memory_reembed
 from memory.services.turns import InvalidTurn, turn_record
@@ -152,3 +154,19 @@ def test_a_turn_past_the_limit_is_refused_and_nothing_is_stored(space):
         turn_record(end_user=space.end_user, assistant=space.assistant, user_message="Hi", assistant_reply="x" * 64_001)
 
     assert not Page.objects.exists()
+
+
+def test_the_export_holds_a_long_pages_passages_and_its_fingerprint_leaves_them_out(
+    space, django_capture_on_commit_callbacks
+):
+    long = placed_long_page(space, django_capture_on_commit_callbacks, reply=builders.long_reply(ending=ENDING))
+
+    bundle = user_export_data(end_user=space.end_user)
+
+    exported = next(page for page in bundle["memory"][0]["pages"] if page["id"] == long.id)
+    assert [(p["start"], p["end"]) for p in exported["passages"]] == passage_spans(long.memory_text)
+    assert all(len(p["embedding"]) == 256 for p in exported["passages"])
+    without = json.loads(json.dumps(bundle))
+    for page in without["memory"][0]["pages"]:
+        page.pop("passages")
+    assert bundle_fingerprint(bundle) == bundle_fingerprint(without)
