@@ -17,6 +17,7 @@ from memory.services import passages
 from memory.services.audit import Actor
 from memory.services.gdpr import user_erase, user_export_data
 from memory.services.governance import page_forget
+from memory.services.personal_data import personal_data_scan_start
 from memory.services.reembed import memory_reembed
 from memory.services.turns import InvalidTurn, turn_record
 from memory.text import PASSAGE_CHARS, passage_span_at, passage_spans
@@ -170,3 +171,49 @@ def test_the_export_holds_a_long_pages_passages_and_its_fingerprint_leaves_them_
     for page in without["memory"][0]["pages"]:
         page.pop("passages")
     assert bundle_fingerprint(bundle) == bundle_fingerprint(without)
+
+
+def last_passage_is_embedded_from(page: Page, embedder) -> bool:
+    """Whether the page's last passage is stored with the vector of its text as the page reads now."""
+    page.refresh_from_db()
+    start, end = passage_spans(page.memory_text)[-1]
+    stored = PagePassage.objects.get(page=page, start=start)
+    expected = embedder.embed([page.memory_text[start:end]])[0]
+    return stored.end == end and builders.same_page_vector(stored.embedding, expected)
+
+
+def test_forgetting_what_a_long_page_quotes_embeds_its_passages_again(
+    space, embedder, django_capture_on_commit_callbacks
+):
+    said = "My bicycle lock code is the year my grandmother crossed the Atlantic on the Queen Mary."
+    forgotten = builders.turn(space, user_message=said).page
+    long = placed_long_page(
+        space, django_capture_on_commit_callbacks, reply=builders.long_reply(ending=f"{ENDING} You said: {said}")
+    )
+
+    page_forget(page=forgotten, actor=OPERATOR, reason="the user asked")
+
+    long.refresh_from_db()
+    assert said not in long.memory_text and "[forgotten]" in long.memory_text
+    assert last_passage_is_embedded_from(long, embedder)
+    assert [(p.start, p.end) for p in PagePassage.objects.filter(page=long).order_by("start")] == passage_spans(
+        long.memory_text
+    )
+
+
+def test_a_rescan_that_redacts_a_long_page_embeds_its_passages_again(
+    space, embedder, django_capture_on_commit_callbacks
+):
+    long = placed_long_page(
+        space,
+        django_capture_on_commit_callbacks,
+        reply=builders.long_reply(ending=f"{ENDING} Mail the on-call engineer at ops.lead@example.com."),
+    )
+    builders.personal_data_policy(space.tenant, email="do_not_store")
+
+    with django_capture_on_commit_callbacks(execute=True):
+        personal_data_scan_start(tenant=space.tenant, actor=OPERATOR)
+
+    long.refresh_from_db()
+    assert "ops.lead@example.com" not in long.memory_text and "[email]" in long.memory_text
+    assert last_passage_is_embedded_from(long, embedder)
