@@ -91,6 +91,7 @@ def test_a_question_about_a_sentence_near_the_end_finds_the_page_through_its_pas
     start, end = passage_span_at(long.memory_text, start)
     assert ENDING in long.memory_text[start:end] and start > 45_000
     assert best.found_by["vector"] > result.pages[1].score
+    assert best.score == pytest.approx(best.found_by["vector"])  # the page scores its best passage's cosine
 
 
 def test_without_passages_a_question_about_the_end_of_a_long_page_misses_it(
