@@ -680,19 +680,26 @@ def fused_score(candidate: _Candidate, config: RetrievalConfig) -> float:
 # VECTOR_POOL of those by exact cosine, found by (space, id) in the leaves of that index the first pass has just read
 # (the primary key would be descended once per page). A space of at most VECTOR_POOL pages is ranked exactly.
 # A long page is also ranked by its best passage (max-passage scoring, Dai & Callan 2019; memory.models.passages):
-# the space's passages are scanned exactly (only long pages have them), the best `limit` pages by passage join the
-# candidates, and each page scores the better of its own cosine and its best passage's; `passage` is that passage's
-# start when it beat the page's own vector.
+# the space's passages go through the same two passes (`passage_space_bits`), the best `limit` pages by passage join
+# the candidates, and each page scores the better of its own cosine and its best passage's; `passage` is that
+# passage's start when it beat the page's own vector.
 VECTOR_SQL = """
 WITH near AS (
     SELECT id FROM memory_page
     WHERE space_id = %(space)s AND embedding_bits IS NOT NULL
     ORDER BY embedding_bits <~> binary_quantize(%(vector)s::halfvec), id
     LIMIT %(pool)s
+), near_passages AS (
+    SELECT id FROM memory_pagepassage
+    WHERE space_id = %(space)s
+    ORDER BY embedding_bits <~> binary_quantize(%(vector)s::halfvec), id
+    LIMIT %(pool)s
 ), passages AS (
-    SELECT DISTINCT ON (page_id) page_id, start, 1.0 - (embedding <=> %(vector)s::halfvec) AS cosine
-    FROM memory_pagepassage WHERE space_id = %(space)s
-    ORDER BY page_id, embedding <=> %(vector)s::halfvec, start
+    SELECT DISTINCT ON (page_id) page_id, start, 1.0 - distance AS cosine FROM (
+        SELECT page_id, start, embedding <=> %(vector)s::halfvec AS distance FROM memory_pagepassage
+        WHERE space_id = %(space)s AND id = ANY(ARRAY(SELECT id FROM near_passages))
+    ) scored
+    ORDER BY page_id, distance, start
 ), passage AS (
     SELECT page_id, start, cosine FROM passages ORDER BY cosine DESC, page_id LIMIT %(limit)s
 )

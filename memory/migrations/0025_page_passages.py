@@ -3,7 +3,8 @@
 The foreign keys to the page and the space are created here, with `ON DELETE CASCADE`, and Django is told to create
 none and to do nothing on delete: every path that deletes pages or spaces (forget, erase, retention, import) takes
 their passages with it, and no delete sends one more statement. The unique (page, start) index and
-`passage_space_page` serve both keys, so neither gets an index of its own.
+`passage_space_bits` (space, id, with the binary-quantised vector: the vector channel's first pass over a space's
+passages reads only it) serve both keys, so neither gets an index of its own.
 """
 
 import django.db.models.deletion
@@ -36,6 +37,16 @@ class Migration(migrations.Migration):
                 ("end", models.IntegerField()),
                 ("embedding", memory.models.tiers.HalfVectorField()),
                 (
+                    "embedding_bits",
+                    models.GeneratedField(
+                        db_persist=True,
+                        expression=models.Func(
+                            "embedding", function="binary_quantize", output_field=memory.models.tiers.VarBitField()
+                        ),
+                        output_field=memory.models.tiers.VarBitField(),
+                    ),
+                ),
+                (
                     "page",
                     models.ForeignKey(
                         db_constraint=False,
@@ -57,7 +68,9 @@ class Migration(migrations.Migration):
                 ),
             ],
             options={
-                "indexes": [models.Index(fields=["space", "page"], name="passage_space_page")],
+                "indexes": [
+                    models.Index(fields=["space", "id"], include=("embedding_bits",), name="passage_space_bits")
+                ],
                 "constraints": [
                     models.UniqueConstraint(fields=("page", "start"), name="passage_start_per_page"),
                     models.CheckConstraint(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from memory.models.tenancy import MemorySpace
-from memory.models.tiers import HalfVectorField, Page, VectorQuerySet
+from memory.models.tiers import HalfVectorField, Page, VarBitField, VectorQuerySet
 
 
 class PagePassage(models.Model):
@@ -18,7 +18,7 @@ class PagePassage(models.Model):
 
     The foreign keys cascade in the database (`ON DELETE CASCADE`, created by migration 0025), not in Django:
     deleting pages or spaces (forget, erase, retention, import replacing memory) takes their passages with them, and
-    no delete sends one more statement. Their indexes are the constraint's and `passage_space_page`.
+    no delete sends one more statement. Their indexes are the constraint's and `passage_space_bits`.
     """
 
     page = models.ForeignKey(
@@ -30,6 +30,13 @@ class PagePassage(models.Model):
     start = models.IntegerField()
     end = models.IntegerField()
     embedding = HalfVectorField()
+    # One bit per dimension (sign), as `Page.embedding_bits`: the vector channel ranks a space's passages by Hamming
+    # distance over a covering index (passage_space_bits) and re-ranks the best few hundred by exact cosine.
+    embedding_bits = models.GeneratedField(
+        expression=models.Func("embedding", function="binary_quantize", output_field=VarBitField()),
+        output_field=VarBitField(),
+        db_persist=True,
+    )
 
     objects = VectorQuerySet.as_manager()
 
@@ -39,8 +46,8 @@ class PagePassage(models.Model):
             models.CheckConstraint(condition=models.Q(start__gte=0, end__gt=models.F("start")), name="passage_span"),
         ]
         indexes = [
-            # the vector channel reads a space's passages on every question
-            models.Index(fields=["space", "page"], name="passage_space_page"),
+            # the vector channel's first pass over a space's passages reads only this index (an index-only scan)
+            models.Index(fields=["space", "id"], include=["embedding_bits"], name="passage_space_bits"),
         ]
 
     def __str__(self) -> str:
