@@ -198,6 +198,7 @@ def _querysets(end_user: EndUser) -> dict[str, object]:
         "memory_heatsample": HeatSample.objects.filter(space__in=spaces),
         "memory_knowledgeentry": KnowledgeEntry.objects.filter(end_user=end_user),
         "memory_profileversion": ProfileVersion.objects.filter(end_user=end_user),
+        "memory_pagepassage": PagePassage.objects.filter(space__in=spaces),  # (pages' deletes would take them too)
         "memory_page": Page.objects.filter(space__in=spaces),
         "memory_segment": Segment.objects.filter(space__in=spaces),
         "memory_memoryevent": MemoryEvent.objects.filter(end_user=end_user),
