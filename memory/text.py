@@ -335,16 +335,13 @@ def passage_span_at(text: str, start: int) -> tuple[int, int] | None:
 def passage_holding(text: str, query: str) -> tuple[int, int] | None:
     """The span of the first passage of a long text that holds `query` (case ignored), else of the one holding the
     most of its words; None for a text that fits in one passage, or that holds none of them."""
-    spans = passage_spans(text)
     needle = query.strip().casefold()
-    if not spans or not needle:
-        return None
-    folded = text.casefold()
-    exact = next(((start, end) for start, end in spans if needle in folded[start:end]), None)
-    if exact is not None:
+    spans = passage_spans(text) if needle else []
+    folded = [text[start:end].casefold() for start, end in spans]  # per passage: casefolding may change lengths
+    exact = next((span for span, passage in zip(spans, folded, strict=True) if needle in passage), None)
+    if exact is not None or not spans:
         return exact
     words = set(re.findall(r"\w+", needle))
-    count, best = max(
-        ((len(words & set(re.findall(r"\w+", folded[s:e]))), (s, e)) for s, e in spans), key=lambda c: c[0]
-    )
-    return best if count else None
+    held = [len(words & set(re.findall(r"\w+", passage))) for passage in folded]
+    best = max(range(len(spans)), key=lambda index: held[index])
+    return spans[best] if held[best] else None
