@@ -20,7 +20,7 @@ from memory.services.governance import page_forget
 from memory.services.personal_data import personal_data_scan_start
 from memory.services.reembed import memory_reembed
 from memory.services.turns import InvalidTurn, turn_record
-from memory.text import PASSAGE_CHARS, passage_span_at, passage_spans
+from memory.text import PASSAGE_CHARS, passage_holding, passage_span_at, passage_spans
 from tests import builders
 from tests.fakes import HashingEmbedder
 
@@ -219,3 +219,13 @@ def test_a_rescan_that_redacts_a_long_page_embeds_its_passages_again(
     long.refresh_from_db()
     assert "ops.lead@example.com" not in long.memory_text and "[email]" in long.memory_text
     assert last_passage_is_embedded_from(long, embedder)
+
+
+def test_a_search_shows_the_passage_that_holds_its_words_even_after_text_that_casefolds_longer():
+    text = "Straße " * 20 + builders.long_reply(chars=20_000, ending="The ZANZIBAR checksum lives in verify().")
+
+    start, end = passage_holding(text, "zanzibar checksum")
+
+    assert "ZANZIBAR checksum" in text[start:end]
+    assert passage_holding(text, "checksum of zanzibar") == (start, end)  # most of its words
+    assert passage_holding(text, "nowhere") is None and passage_holding("A short turn.", "short") is None
