@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 
 from memory.models import Assistant, KnowledgeEntry, Page
 from memory.retrieval import RetrievalResult
+from memory.text import passage_span_at
 
 CHARS_PER_TOKEN = 4
 MEMORY_OPEN = "<memory>"
@@ -138,8 +139,16 @@ def _quoting(mask: Callable[[str], str] | None) -> Callable[[str], str]:
     return quoted if mask is None else (lambda text: quoted(mask(text)))
 
 
-def _page_lines(page: Page, quoted: Callable[[str], str] = quoted) -> str:
-    lines = [f"- {when(page.at)}", f"  user: {quoted(page.user_message)}", f"  you: {quoted(page.assistant_reply)}"]
+def _page_lines(page: Page, quoted: Callable[[str], str] = quoted, passage: int | None = None) -> str:
+    """The turn's lines; a long turn found through one of its passages (`passage`: where it starts) is quoted by
+    that passage alone, which is what matched, where the whole turn would take the prompt's budget."""
+    span = passage_span_at(page.memory_text, passage) if passage is not None else None
+    if span is not None:
+        start, end = span
+        where = f"characters {start:,}–{end:,} of {len(page.memory_text):,}"
+        lines = [f"- {when(page.at)}", f"  a passage of a long turn ({where}): {quoted(page.memory_text[start:end])}"]
+    else:
+        lines = [f"- {when(page.at)}", f"  user: {quoted(page.user_message)}", f"  you: {quoted(page.assistant_reply)}"]
     if page.chain_summary:
         lines.append(f"  conversation so far: {quoted(page.chain_summary)}")
     return "\n".join(lines)
@@ -185,7 +194,8 @@ def memory_items(retrieval: RetrievalResult, mask: Callable[[str], str] | None =
         rank = RANK_PINNED if page.id in pinned_pages else RANK_RETRIEVED
         segment = page.segment
         topic = (segment.id, f"### Topic: {quoted(segment.summary)}") if segment else None
-        add(MemoryItem("page", page.id, "earlier", _page_lines(page, quoted), rank, scored.score, scored.score, topic))
+        lines = _page_lines(page, quoted, scored.found_by.get("passage"))
+        add(MemoryItem("page", page.id, "earlier", lines, rank, scored.score, scored.score, topic))
     for position, page in enumerate(retrieval.short_term):
         rank = RANK_PINNED if page.id in pinned_pages else RANK_RECENT
         add(MemoryItem("page", page.id, "recent", _page_lines(page, quoted), rank, position))

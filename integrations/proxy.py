@@ -38,7 +38,9 @@ from chat.services import (
     IDEMPOTENCY_KEY_MAX,
     Draft,
     GenerationFailed,
+    InvalidMessage,
     ReplyResult,
+    message_check,
     reply_abandon,
     reply_draft,
     reply_pieces,
@@ -223,6 +225,7 @@ def _body(request: HttpRequest) -> dict:
     options = model_options(data)
     messages = [_message(item, index) for index, item in enumerate(_messages(data))]
     conversation, message, exchange = _split(messages)
+    _message_check(message["content"])
     if not llm_configured():
         _offline_check(options, exchange)
     model = data.get("model")
@@ -236,6 +239,16 @@ def _body(request: HttpRequest) -> dict:
         "options": options,
         "model": model if isinstance(model, str) and model else model_name(),
     }
+
+
+def _message_check(text: str) -> None:
+    """The user's message within the chat's limits (chat.services.message_check), else BadRequest; checked before
+    the end user is created on first use, so a refused request stores nothing. Too long is OpenAI's own code."""
+    try:
+        message_check(text)
+    except InvalidMessage as exc:
+        too_long = len(text) > settings.MEMORY_MESSAGE_MAX_CHARS
+        raise BadRequest(str(exc), "messages", "string_above_max_length" if too_long else "invalid_request") from None
 
 
 def _offline_check(options: dict, exchange: list[dict]) -> None:

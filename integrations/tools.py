@@ -24,7 +24,7 @@ from memory.selectors.people import end_user_get
 from memory.services.conversation import conversation_parties
 from memory.services.governance import memory_read_record
 from memory.services.recall import memory_retrieve
-from memory.services.turns import turn_record
+from memory.services.turns import turn_record, turn_texts_check
 
 SEARCH_LIMIT_MAX = 50
 MAX_ID = 2**63 - 1
@@ -90,6 +90,7 @@ def memory_record_turn_tool(
     """
     if idempotency_key is not None and not KEY.match(idempotency_key):
         raise ToolFailure("idempotency_key: use 1 to 100 printable ASCII characters without spaces.")
+    turn_texts_check(user_message=user_message, assistant_reply=assistant_reply)  # before the user is created
     named = assistant_for(principal.tenant, assistant).external_id
     data = {"user": user, "assistant": named, "user_message": user_message, "assistant_reply": assistant_reply}
     data["at"] = at.isoformat() if at else None

@@ -240,6 +240,9 @@ def _knowledge_check(knowledge: list[dict], page_spaces: dict[int, int]) -> None
                 raise BundleInvalid(f"{here}.source_page_ids[{index}]", f"no page {page_id} in this bundle")
 
 
+VECTORS = frozenset({"embedding", "passages"})  # a page's vectors, and its passages' (spans and vectors)
+
+
 def bundle_fingerprint(bundle: dict) -> str:
     """sha256 of the bundle's memory (spaces, profile, knowledge) as canonical JSON, without embeddings.
 
@@ -248,7 +251,7 @@ def bundle_fingerprint(bundle: dict) -> str:
     """
     memory = {
         "memory": [
-            {**space, "pages": [{k: v for k, v in p.items() if k != "embedding"} for p in space["pages"]]}
+            {**space, "pages": [{k: v for k, v in p.items() if k not in VECTORS} for p in space["pages"]]}
             for space in bundle["memory"]
         ],
         "profile_versions": bundle["profile_versions"],

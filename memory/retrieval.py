@@ -150,7 +150,8 @@ class ScoredPage:
     """A page with its relevance (cosine to the query; 0 without a vector) and how retrieval found it.
 
     `found_by` maps each channel that ranked the page to what it saw: "vector" (cosine), "words" (the query terms
-    it holds), "date" (the range's label), "fact" (the knowledge entry's id), "neighbour" (the hit's page id).
+    it holds), "date" (the range's label), "fact" (the knowledge entry's id), "neighbour" (the hit's page id); with
+    "vector", "passage" when the best cosine was a passage's: where it starts in `Page.memory_text`.
     """
 
     page: Page
@@ -164,7 +165,9 @@ class ScoredPage:
         if "words" in self.found_by:
             parts.append("words " + ", ".join(f"'{w}'" for w in self.found_by["words"]))
         if "vector" in self.found_by:
-            parts.append(f"vector {self.found_by['vector']:.2f}")
+            passage = self.found_by.get("passage")
+            at = f" (its passage at character {passage:,})" if passage is not None else ""
+            parts.append(f"vector {self.found_by['vector']:.2f}{at}")
         if "date" in self.found_by:
             parts.append(f"date range {self.found_by['date']}")
         if "fact" in self.found_by:
@@ -676,15 +679,37 @@ def fused_score(candidate: _Candidate, config: RetrievalConfig) -> float:
 # binary-quantised embeddings (an index-only scan of `page_space_bits`, ~75 buffers for 6,000 pages), then the best
 # VECTOR_POOL of those by exact cosine, found by (space, id) in the leaves of that index the first pass has just read
 # (the primary key would be descended once per page). A space of at most VECTOR_POOL pages is ranked exactly.
+# A long page is also ranked by its best passage (max-passage scoring, Dai & Callan 2019; memory.models.passages):
+# the space's passages go through the same two passes (`passage_space_bits`), the best `limit` pages by passage join
+# the candidates, and each page scores the better of its own cosine and its best passage's; `passage` is that
+# passage's start when it beat the page's own vector.
 VECTOR_SQL = """
 WITH near AS (
     SELECT id FROM memory_page
     WHERE space_id = %(space)s AND embedding_bits IS NOT NULL
     ORDER BY embedding_bits <~> binary_quantize(%(vector)s::halfvec), id
     LIMIT %(pool)s
+), near_passages AS (
+    SELECT id FROM memory_pagepassage
+    WHERE space_id = %(space)s
+    ORDER BY embedding_bits <~> binary_quantize(%(vector)s::halfvec), id
+    LIMIT %(pool)s
+), passages AS (
+    SELECT DISTINCT ON (page_id) page_id, start, 1.0 - distance AS cosine FROM (
+        SELECT page_id, start, embedding <=> %(vector)s::halfvec AS distance FROM memory_pagepassage
+        WHERE space_id = %(space)s AND id = ANY(ARRAY(SELECT id FROM near_passages))
+    ) scored
+    ORDER BY page_id, distance, start
+), passage AS (
+    SELECT page_id, start, cosine FROM passages ORDER BY cosine DESC, page_id LIMIT %(limit)s
 )
-SELECT id, seq, segment_id, 1.0 - (embedding <=> %(vector)s::halfvec) AS cosine
-FROM memory_page WHERE space_id = %(space)s AND id = ANY(ARRAY(SELECT id FROM near))
+SELECT id, seq, segment_id, greatest(own, coalesce(passage.cosine, 0.0)) AS cosine,
+       CASE WHEN passage.cosine > coalesce(own, 0.0) THEN passage.start END AS passage
+FROM (
+    SELECT id, seq, segment_id, 1.0 - (embedding <=> %(vector)s::halfvec) AS own
+    FROM memory_page
+    WHERE space_id = %(space)s AND id = ANY(ARRAY(SELECT id FROM near UNION SELECT page_id FROM passage))
+) page LEFT JOIN passage ON passage.page_id = page.id
 ORDER BY cosine DESC, id
 LIMIT %(limit)s
 """
@@ -693,13 +718,16 @@ LIMIT %(limit)s
 def _vector_candidates(
     rows: list[tuple], segments: list[_SegmentScore], config: RetrievalConfig, candidates: dict[int, _Candidate]
 ) -> None:
-    """The vector channel's pages with their cosine and (for the segment prior) their segment's F."""
+    """The vector channel's pages with their cosine (a long page's may be its best passage's, whose start is then
+    `found_by["passage"]`) and (for the segment prior) their segment's F."""
     f_of = {s.id: s.score for s in segments} if config.segment_prior else {}
-    for page_id, seq, segment_id, cosine in rows:
+    for page_id, seq, segment_id, cosine, passage in rows:
         candidate = candidates.setdefault(page_id, _Candidate(page_id, seq))
         candidate.cosine = float(cosine)
         candidate.prior = f_of.get(segment_id, 0.0)
         candidate.found_by["vector"] = float(cosine)
+        if passage is not None:
+            candidate.found_by["passage"] = passage
 
 
 def query_terms(query: str) -> list[str]:

@@ -275,3 +275,73 @@ def trim(text: str, max_chars: int) -> str:
 def text_hash(text: str) -> str:
     """The identity of a fact's text for duplicate detection (whitespace- and case-insensitive)."""
     return hashlib.sha256(" ".join(text.lower().split()).encode()).hexdigest()
+
+
+# --- Passages of long pages ---------------------------------------------------------------------------------------
+
+# MiniLM reads about 256 word pieces of a text (roughly 1,000 characters of English, fewer of code); a page longer
+# than that is also embedded in overlapping windows, so that every part of it can be found (PagePassage).
+PASSAGE_CHARS = 1000
+PASSAGE_OVERLAP = 200
+# Where a window may end, best first: after a blank line, after a line, after a sentence, after a word.
+_BREAKS = (re.compile(r"\n\s*\n"), re.compile(r"\n"), re.compile(r"[.!?;:](?=\s)\s*"), re.compile(r"\s+"))
+# Where the next window may start, best first: at a line (past blank ones), a sentence, a word.
+_STARTS = (re.compile(r"\n(?:[ \t]*\n)*"), _BREAKS[2], _BREAKS[3])
+
+
+def _last_break(text: str, low: int, high: int) -> int:
+    """The end of the last separator of the best kind in text[low:high], or `high` when there is none."""
+    for pattern in _BREAKS:
+        ends = [m.end() for m in pattern.finditer(text, low, high)]
+        if ends and ends[-1] > low:
+            return ends[-1]
+    return high
+
+
+def _first_break(text: str, low: int, high: int) -> int:
+    """The end of the first line or sentence (else word) separator in text[low:high], or `low` when there is none."""
+    for pattern in _STARTS:
+        found = pattern.search(text, low, high)
+        if found is not None and found.end() < high:
+            return found.end()
+    return low
+
+
+def passage_spans(text: str, *, size: int = PASSAGE_CHARS, overlap: int = PASSAGE_OVERLAP) -> list[tuple[int, int]]:
+    """The (start, end) character spans of a long text's overlapping passages; none when it fits in one.
+
+    Each passage is at most `size` characters, ends at a paragraph, line, sentence or word boundary where one lies
+    in its second half (so code keeps whole lines), and starts at a line, sentence or word boundary within `overlap`
+    characters before the previous one's end. Deterministic: the same text always gives the same spans.
+    """
+    if len(text) <= size:
+        return []
+    spans: list[tuple[int, int]] = []
+    start = 0
+    while True:
+        if len(text) - start <= size:
+            spans.append((start, len(text)))
+            return spans
+        end = _last_break(text, start + size // 2, start + size)
+        spans.append((start, end))
+        start = max(_first_break(text, end - overlap, end), start + 1)
+
+
+def passage_span_at(text: str, start: int) -> tuple[int, int] | None:
+    """The span of the passage of `text` that starts at `start`, if there is one."""
+    return next(((s, e) for s, e in passage_spans(text) if s == start), None)
+
+
+def passage_holding(text: str, query: str) -> tuple[int, int] | None:
+    """The span of the first passage of a long text that holds `query` (case ignored), else of the one holding the
+    most of its words; None for a text that fits in one passage, or that holds none of them."""
+    needle = query.strip().casefold()
+    spans = passage_spans(text) if needle else []
+    folded = [text[start:end].casefold() for start, end in spans]  # per passage: casefolding may change lengths
+    exact = next((span for span, passage in zip(spans, folded, strict=True) if needle in passage), None)
+    if exact is not None or not spans:
+        return exact
+    words = set(re.findall(r"\w+", needle))
+    held = [len(words & set(re.findall(r"\w+", passage))) for passage in folded]
+    best = max(range(len(spans)), key=lambda index: held[index])
+    return spans[best] if held[best] else None

@@ -354,11 +354,15 @@ MEMORY_PARALLEL_READS = env_bool("MEMORY_PARALLEL_READS", True)
 # The worker is woken to count queued visits at most once per this many seconds (0: after every retrieval).
 MEMORY_VISITS_WAKE_SECONDS = env_int("MEMORY_VISITS_WAKE_SECONDS", 1)
 MEMORY_CONTINUITY_THRESHOLD = env_float("MEMORY_CONTINUITY_THRESHOLD", 0.35)
-MEMORY_MESSAGE_MAX_CHARS = env_int("MEMORY_MESSAGE_MAX_CHARS", 8000)
+# A coding assistant's answers run to tens of thousands of characters, code included: they are memory too, found
+# in every part through their passages (memory.models.passages). 64,000 characters fit PostgreSQL's full-text limits.
+MEMORY_MESSAGE_MAX_CHARS = env_int("MEMORY_MESSAGE_MAX_CHARS", 64_000)
 # Pages that leave STM are placed (one model call) once this many wait; a lone page is placed by the sweep.
 MEMORY_PLACEMENT_BATCH = env_int("MEMORY_PLACEMENT_BATCH", 2)
 # What F compares with segment summaries: "page" (the page's own vector) or "summary" (the model's topic summary).
 MEMORY_TOPIC_VECTOR = env_str("MEMORY_TOPIC_VECTOR", "page")
+if MEMORY_MESSAGE_MAX_CHARS < 1:
+    raise ImproperlyConfigured("MEMORY_MESSAGE_MAX_CHARS must be at least 1")
 if MEMORY_PLACEMENT_BATCH < 1:
     raise ImproperlyConfigured("MEMORY_PLACEMENT_BATCH must be at least 1")
 if MEMORY_TOPIC_VECTOR not in ("page", "summary"):

@@ -418,3 +418,46 @@ def backdate(item, **times: datetime) -> None:
 def personal_data_policy(tenant: Tenant, **values) -> PersonalDataPolicy:
     """Set the tenant's personal-data policy (`email="do_not_store"`, `review_mode="review_all"`, ...)."""
     return personal_data_policy_update(tenant=tenant, actor=Actor.system("test"), reason="test policy", **values)
+
+
+# --- Long turns ------------------------------------------------------------------------------------------------
+
+_PROSE = (
+    "configure the build cache so that each stage reuses the compiled layers from the previous run",
+    "the parser reads every token once and keeps a small stack of open brackets",
+    "write the migration first then backfill the rows in batches of a thousand",
+    "rename the helper to say what it returns and drop the flag nobody passes",
+    "the scheduler wakes every minute and claims the jobs whose lease has expired",
+    "keep the retry budget small because a timeout usually means the upstream is overloaded",
+)
+_CODE = (
+    "```python\ndef batch(rows, size=1000):\n    for start in range(0, len(rows), size):\n"
+    "        yield rows[start : start + size]\n```",
+    "```sql\nUPDATE orders SET state = 'shipped'\nWHERE id = ANY(%(ids)s) AND state = 'packed';\n```",
+    "```bash\nmake test && git push origin main\n```",
+)
+
+
+def long_reply(*, chars: int = 50_000, ending: str = "") -> str:
+    """A coding assistant's long answer: numbered steps of prose and code blocks, `chars` characters long, with
+    `ending` as its last paragraph but one (a sentence no other part of it shares words with)."""
+    parts, step = [], 0
+    tail = f"\n\n{ending}\n\nThat is everything; run the steps in order." if ending else ""
+    while sum(len(p) + 2 for p in parts) < chars - len(tail):
+        step += 1
+        sentences = ". ".join(_PROSE[(step + i) % len(_PROSE)].capitalize() for i in range(3))
+        parts.append(f"Step {step}. {sentences}.")
+        if step % 2 == 0:
+            parts.append(_CODE[step % len(_CODE)])
+    text = "\n\n".join(parts)[: chars - len(tail)]
+    return text + tail
+
+
+def stm_push_out(space: MemorySpace, capture, *, prefix: str = "Thanks, noted") -> None:
+    """As many short turns as STM holds, so every earlier page leaves it and is placed (embedded) at once; `capture`
+    is pytest-django's django_capture_on_commit_callbacks, which runs the placement queued after commit."""
+    from django.conf import settings
+
+    with capture(execute=True):
+        for number in range(settings.MEMORY_STM_CAPACITY):
+            turn(space, user_message=f"{prefix} {number}.")

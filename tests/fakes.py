@@ -14,12 +14,16 @@ WORD = re.compile(r"[a-z0-9]+")
 
 
 class HashingEmbedder:
-    """Bag of words hashed into a fixed number of dimensions: texts sharing words have a high cosine."""
+    """Bag of words hashed into a fixed number of dimensions: texts sharing words have a high cosine.
+
+    With `reads_chars`, only the start of each text counts, as MiniLM reads only its first ~256 word pieces.
+    """
 
     name = "test:hashing"
 
-    def __init__(self, dimension: int = 256) -> None:
+    def __init__(self, dimension: int = 256, reads_chars: int | None = None) -> None:
         self.dimension = dimension
+        self.reads_chars = reads_chars
         self.calls = 0
         self.inputs: list[str] = []  # every text it was asked to embed, in order
 
@@ -31,7 +35,7 @@ class HashingEmbedder:
         self.inputs.extend(texts)
         vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
-            for word in WORD.findall(text.lower()):
+            for word in WORD.findall(text[: self.reads_chars].lower()):
                 if len(word) > 2:
                     vectors[row, self._bucket(word)] += 1.0
             if not vectors[row].any():

@@ -14,6 +14,7 @@ from memory.models.integration import (
     JobStatus,
     ReplyStatus,
 )
+from memory.models.passages import PagePassage
 from memory.models.privacy import (
     PersonalDataAction,
     PersonalDataPolicy,
@@ -50,6 +51,7 @@ __all__ = [
     "MemoryImport",
     "MemorySpace",
     "Page",
+    "PagePassage",
     "PersonalDataAction",
     "PersonalDataPolicy",
     "PersonalDataScan",

@@ -17,6 +17,7 @@ from memory.models import AuditEntry, ChatReply, EndUser, KnowledgeEntry, Memory
 from memory.models.integration import ReplyStatus
 from memory.models.tiers import KnowledgeKind, Tier
 from memory.selectors.self_service import memory_used_ids
+from memory.text import passage_holding
 
 SEARCH_LIMIT = 50  # rows per kind of item a search shows; the count says how many matched in all
 
@@ -71,6 +72,8 @@ class CaseSearch:
     segments: list[Segment] = field(default_factory=list)
     knowledge: list[KnowledgeEntry] = field(default_factory=list)
     profiles: list[ProfileVersion] = field(default_factory=list)
+    # page id → the passage of a long page that holds the query: what to show of it instead of its first characters
+    excerpts: dict[int, str] = field(default_factory=dict)
 
     limit: int = SEARCH_LIMIT
 
@@ -99,6 +102,7 @@ def case_search(*, end_user: EndUser, space: MemorySpace | None, query: str) -> 
     substring = Q(user_message__icontains=text) | Q(assistant_reply__icontains=text)
     pages = Page.objects.filter(space=space).filter(words | substring).without_vectors().select_related("segment")
     found.pages = list(pages.defer("segment__embedding").order_by("-seq")[:SEARCH_LIMIT])
+    found.excerpts = _excerpts(found.pages, text)
     segments = Segment.objects.filter(space=space).without_vectors()
     keyword = Q(keywords__icontains=text)  # the array as text: any keyword holding the query
     found.segments = list(segments.filter(Q(summary__icontains=text) | keyword).order_by("-id")[:SEARCH_LIMIT])
@@ -111,6 +115,16 @@ def case_search(*, end_user: EndUser, space: MemorySpace | None, query: str) -> 
     profiles = ProfileVersion.objects.filter(end_user=end_user, text__icontains=text).order_by("-number")
     found.profiles = list(profiles[:SEARCH_LIMIT])
     return found
+
+
+def _excerpts(pages: list[Page], query: str) -> dict[int, str]:
+    """The passage of each long page that holds the query (memory.text.passage_holding), by page id."""
+    excerpts = {}
+    for page in pages:
+        span = passage_holding(page.memory_text, query)
+        if span is not None:
+            excerpts[page.id] = page.memory_text[span[0] : span[1]]
+    return excerpts
 
 
 # --- Chats: each reply and the memory it used -----------------------------------------------------------------------

@@ -35,6 +35,7 @@ from memory.models.tiers import PageSource, ReplySource, Tier
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
 from memory.services.jobs import jobs_due
+from memory.services.passages import PageVectors, page_passages_set, page_vectors_embed
 from memory.services.personal_data import storage_redactor
 from memory.services.promotion import text_hash
 from memory.services.turns import (
@@ -418,26 +419,31 @@ def _pages_create(space: MemorySpace, rows: list[dict], segments: dict[int, Segm
             source_meta={"bundle_page_id": row["id"], "source": row.get("source", "")},
             reply_source=row.get("reply_source", ReplySource.ASSISTANT),
         )
-    _pages_embed([page for page in pages.values() if page.segment is not None])
+    placed = [page for page in pages.values() if page.segment is not None]
+    vectors = _pages_embed(placed)
     Page.objects.bulk_create(pages.values())
+    page_passages_set(pages=placed, vectors=vectors, replace=False)  # the pages have their ids now
     MemorySpace.objects.filter(pk=space.pk).update(next_seq=first_seq + len(rows))
     _chains_link(rows, pages)
     return pages
 
 
-def _pages_embed(placed: list[Page]) -> None:
-    """A placed page's vector and its topic vector, as placement computes them (memory.services.updating)."""
+def _pages_embed(placed: list[Page]) -> list[PageVectors]:
+    """A placed page's vector and its topic vector, as placement computes them (memory.services.updating); the
+    vectors of the long pages' passages, for the caller to store once the pages have ids."""
     if not placed:
-        return
+        return []
     embedder = embedder_for_store()
-    for page, vector in zip(placed, embedder.embed([p.memory_text for p in placed]), strict=True):
-        page.embedding = vector
+    vectors = page_vectors_embed(embedder=embedder, texts=[p.memory_text for p in placed])
+    for page, embedded in zip(placed, vectors, strict=True):
+        page.embedding = embedded.vector
         page.topic_embedding = None  # the page's own vector (Page.topic_vector), unless a summary's replaces it
     if get_steps().mode == "offline":
-        return  # offline, a page's topic vector is its own vector
+        return vectors  # offline, a page's topic vector is its own vector
     topical = [page for page in placed if page.topic_summary]
     for page, vector in zip(topical, embedder.embed([p.topic_summary for p in topical]), strict=True):
         page.topic_embedding = vector
+    return vectors
 
 
 def _chains_link(rows: list[dict], pages: dict[int, Page]) -> None:

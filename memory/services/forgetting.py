@@ -46,6 +46,7 @@ from memory.quotes import Quote, quote, quotes_any, quotes_of, redact, redact_js
 from memory.services.audit import Actor, audit_record, audit_tombstone_entries, audit_tombstone_target
 from memory.services.embedding_state import embedder_for_store
 from memory.services.jobs import job_claim, job_done, job_release, job_renew, jobs_due, lease_kept
+from memory.services.passages import page_passages_set, page_vectors_embed
 from memory.services.personal_data import (
     personal_data_policy_get,
     redactor_for,
@@ -534,14 +535,26 @@ def plan_apply(
 def _reembed(plan: ForgetPlan) -> None:
     """Vectors of redacted text are recomputed: a vector of the forgotten words would still carry them."""
     items = [(key, text) for key, text in plan.reembed.items() if key[1] not in plan.deleted(key[0])]
-    if not items:
+    others = [(key, text) for key, text in items if key[0] is not Page]
+    if others:
+        vectors = embedder_for_store().embed([text for _, text in others])
+        for ((model, pk), _), vector in zip(others, vectors, strict=True):
+            model.objects.filter(pk=pk, embedding__isnull=False).update(embedding=vector)
+    _pages_reembed({pk: text for (model, pk), text in items if model is Page})
+
+
+def _pages_reembed(texts: dict[int, str]) -> None:
+    """The redacted pages that have vectors (placed ones) get new ones, their passages' included."""
+    if not texts:
         return
-    vectors = embedder_for_store().embed([text for _, text in items])
-    for ((model, pk), _), vector in zip(items, vectors, strict=True):
-        fields = {"embedding": vector}
-        if model is Page:
-            fields["topic_embedding"] = None  # the new page vector is its topic vector (Page.topic_vector)
-        model.objects.filter(pk=pk, embedding__isnull=False).update(**fields)
+    pages = list(Page.objects.filter(pk__in=texts, embedding__isnull=False).only("id", "space_id").order_by("id"))
+    if not pages:
+        return
+    vectors = page_vectors_embed(embedder=embedder_for_store(), texts=[texts[page.pk] for page in pages])
+    for page, embedded in zip(pages, vectors, strict=True):
+        # the new page vector is its topic vector (Page.topic_vector)
+        Page.objects.filter(pk=page.pk).update(embedding=embedded.vector, topic_embedding=None)
+    page_passages_set(pages=pages, vectors=vectors)
 
 
 def _profile_mark_stale(end_user: EndUser) -> None:

@@ -48,6 +48,7 @@ from memory.personal_data import (
 )
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
+from memory.services.passages import page_passages_set, page_vectors_embed
 from memory.step_types import ChainTopic, Facts, MemorySteps, PromotionFindings, TurnText, Usage
 from memory.text import text_hash
 
@@ -454,8 +455,10 @@ def _row_save(name: str, row, before: dict[str, str]) -> int:
     """
     embedder = embedder_for_store()
     update = dict.fromkeys(before)
+    passages = None
     if name == "page" and row.embedding is not None:
-        row.embedding = embedder.embed([row.memory_text])[0]
+        passages = page_vectors_embed(embedder=embedder, texts=[row.memory_text])
+        row.embedding = passages[0].vector
         update["embedding"] = None
     if name == "page_summaries" and row.topic_embedding is not None and row.topic_summary:
         row.topic_embedding = embedder.embed([row.topic_summary])[0]
@@ -473,7 +476,10 @@ def _row_save(name: str, row, before: dict[str, str]) -> int:
         row.embedding = embedder.embed([row.text])[0] if row.embedding is not None else None
         update.update(text_hash=None, embedding=None)
     unchanged = type(row).objects.filter(pk=row.pk, **before)
-    return unchanged.update(**{field: getattr(row, field) for field in update})
+    written = unchanged.update(**{field: getattr(row, field) for field in update})
+    if written and passages is not None:
+        page_passages_set(pages=[row], vectors=passages)  # the redacted words leave the passages' vectors too
+    return written
 
 
 def _knowledge_merged(entry: KnowledgeEntry, before: dict[str, str]) -> bool:

@@ -11,6 +11,7 @@ from memory.embeddings import Embedder
 from memory.models import KnowledgeEntry, Page, Segment
 from memory.models.tiers import topic_vector_of
 from memory.services.embedding_state import embedding_state_set
+from memory.services.passages import page_passages_set, page_vectors_embed
 
 BATCH = 256
 
@@ -20,11 +21,12 @@ def _reembed_pages(embedder: Embedder, progress: Callable[[str, int], None]) -> 
     ids = list(Page.objects.order_by("id").values_list("id", flat=True))
     for start in range(0, len(ids), BATCH):
         pages = list(Page.objects.filter(id__in=ids[start : start + BATCH]).without_vectors())
-        vectors = embedder.embed([p.memory_text for p in pages])
-        for page, vector in zip(pages, vectors, strict=True):
-            page.embedding = vector
+        vectors = page_vectors_embed(embedder=embedder, texts=[p.memory_text for p in pages])
+        for page, embedded in zip(pages, vectors, strict=True):
+            page.embedding = embedded.vector
             page.topic_embedding = None  # the page's own vector is its topic vector again (Page.topic_vector)
         Page.objects.bulk_update(pages, ["embedding", "topic_embedding"])
+        page_passages_set(pages=pages, vectors=vectors)
         done += len(pages)
         progress("pages", done)
     return done
@@ -57,7 +59,7 @@ def _reembed_knowledge(embedder: Embedder, progress: Callable[[str, int], None])
 
 
 def memory_reembed(*, embedder: Embedder, progress: Callable[[str, int], None] = lambda what, n: None) -> dict:
-    """Recompute every page, segment and knowledge vector with `embedder`, in one transaction, then record it.
+    """Recompute every page, passage, segment and knowledge vector with `embedder` in one transaction; record it.
 
     Offline mode's topic vectors are page vectors, so they are refreshed exactly; an LLM-written topic summary is
     re-embedded as part of the page (its exact text vector is not kept). Safe to run again: it is all or nothing.

@@ -67,6 +67,13 @@ def space_get_or_create(*, end_user: EndUser, assistant: Assistant) -> MemorySpa
     return space
 
 
+def turn_texts_check(*, user_message: str, assistant_reply: str) -> None:
+    """Raise InvalidTurn when either text is empty, longer than MEMORY_MESSAGE_MAX_CHARS or holds a NUL: what
+    `turn_record` refuses, for an interface to check before it creates anything (the end user on first use)."""
+    _checked_text("user_message", user_message)
+    _checked_text("assistant_reply", assistant_reply)
+
+
 def _checked_text(name: str, text: str) -> str:
     if not isinstance(text, str) or not text.strip():
         raise InvalidTurn(f"{name} is empty")
@@ -104,8 +111,7 @@ def turn_record(
         raise InvalidTurn("the end user is deactivated")
     if not assistant.is_active:
         raise InvalidTurn("the assistant is deactivated")
-    _checked_text("user_message", user_message)
-    _checked_text("assistant_reply", assistant_reply)
+    turn_texts_check(user_message=user_message, assistant_reply=assistant_reply)
     redact = storage_redactor(tenant=end_user.tenant_id)  # the tenant's do-not-store data never reaches a table
     user_message, assistant_reply = redact(user_message), redact(assistant_reply)
     at = at or timezone.now()

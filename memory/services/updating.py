@@ -28,6 +28,7 @@ from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
 from memory.services.heat_samples import heat_sample_record, segment_visits_apply
 from memory.services.jobs import job_claim, job_done, job_release, job_renew, jobs_due, lease_kept
+from memory.services.passages import page_passages_set, page_vectors_embed
 from memory.services.personal_data import steps_for_prompts
 from memory.step_types import ChainTopic, MemorySteps, StepFailed, TurnText
 from memory.steps import get_steps
@@ -118,8 +119,10 @@ def _place_pending(space: MemorySpace, up_to_seq: int, steps: MemorySteps, now: 
     if not pending:
         return report
     embedder = embedder_for_store()
-    for page, vector in zip(pending, embedder.embed([p.memory_text for p in pending]), strict=True):
-        page.embedding = vector
+    vectors = page_vectors_embed(embedder=embedder, texts=[p.memory_text for p in pending])
+    for page, embedded in zip(pending, vectors, strict=True):
+        page.embedding = embedded.vector
+    page_passages_set(pages=pending, vectors=vectors, replace=False)
     previous = (
         Page.objects.filter(space=space, tier=Tier.MID_TERM, segment__isnull=False, seq__lt=pending[0].seq)
         .order_by("-seq")

@@ -125,9 +125,9 @@ def test_the_chat_fits_a_phone_and_a_failed_send_is_retried_and_stored_once(memo
     tab.keyboard.press("Enter")
 
     box = tab.locator("#composer textarea")
-    assert box.get_attribute("maxlength") == "8000"
+    assert box.get_attribute("maxlength") == "64000"
     box.fill("I moved to Porto last month.")
-    expect(tab.locator("#composer-count")).to_have_text("28 / 8,000 characters")
+    expect(tab.locator("#composer-count")).to_have_text("28 / 64,000 characters")
 
     # the pending reply shows above the message box, not behind it
     held = []
@@ -155,7 +155,7 @@ def test_the_chat_fits_a_phone_and_a_failed_send_is_retried_and_stored_once(memo
     expect(tab.locator("#turn-pending")).to_have_count(0)
     assert Page.objects.filter(space__end_user=memory, user_message="I moved to Porto last month.").count() == 1
     assert last.locator(".bubble-text").first.get_attribute("dir") == "auto"
-    expect(tab.locator("#composer-count")).to_have_text("0 / 8,000 characters")
+    expect(tab.locator("#composer-count")).to_have_text("0 / 64,000 characters")
     assert page_width(tab) <= PHONE
     screenshot(tab, "webui-chat-phone")
 

@@ -63,7 +63,12 @@ def test_a_paused_memory_answers_but_drops_what_leaves_short_term(space, django_
 
 @pytest.mark.parametrize(
     ("user_message", "error"),
-    [("", "user_message is empty"), ("   ", "user_message is empty"), ("a\x00b", "NUL"), ("x" * 8001, "longer than")],
+    [
+        ("", "user_message is empty"),
+        ("   ", "user_message is empty"),
+        ("a\x00b", "NUL"),
+        ("x" * 64_001, "longer than 64000"),
+    ],
 )
 def test_a_bad_turn_is_refused_with_a_clear_error_and_stores_nothing(space, user_message, error):
     with pytest.raises(InvalidTurn, match=error):
