@@ -43,6 +43,7 @@ from memory.models import MemoryEvent, MemorySpace, Page, Segment, Tenant
 from memory.models.tiers import PageSource, Tier
 from memory.retrieval import DEFAULT, PAPER, RetrievalConfig, RetrievalResult, retrieve
 from memory.services.embedding_state import embedder_for_store
+from memory.services.passages import page_passages_set, page_vectors_embed
 from memory.services.tenancy import assistant_create, end_user_create, tenant_create
 from memory.services.turns import space_get_or_create, turn_record
 from memory.services.updating import space_pending_place
@@ -256,12 +257,15 @@ def _ingest_all(tenant: Tenant, samples: list[dict], options: EvalOptions, embed
 
 def _conversation(sample: dict, space: MemorySpace, options: EvalOptions, embedder: Embedder) -> Conversation:
     """The stored pages in order, with vectors. STM pages are not embedded until they leave STM: embed them here
-    and store the vectors, so that retrieval's vector channel ranks them like every other page."""
+    (their passages too) and store the vectors, so that retrieval's vector channel ranks them like every other
+    page."""
     pages = list(Page.objects.filter(space=space).order_by("seq"))
     missing = [p for p in pages if p.embedding is None]
-    computed = dict(zip((p.id for p in missing), embedder.embed([p.text for p in missing]), strict=True))
+    embedded = page_vectors_embed(embedder=embedder, texts=[p.memory_text for p in missing])
+    computed = {p.id: vectors.vector for p, vectors in zip(missing, embedded, strict=True)}
     for page_id, vector in computed.items():
         Page.objects.filter(pk=page_id).update(embedding=vector)  # an evaluation tenant, after ingestion
+    page_passages_set(pages=missing, vectors=embedded)  # a long STM page is found by its passages too
     vectors = np.array([computed[p.id] if p.embedding is None else p.embedding for p in pages], dtype=np.float32)
     conversation = sample["conversation"]
     speakers = Speakers(user=conversation["speaker_a"], assistant=conversation["speaker_b"])
