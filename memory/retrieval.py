@@ -1,8 +1,9 @@
 """Retrieval from all three tiers for a query, and every other piece of vector SQL in the project.
 
-Mid-term pages are found by several channels (page vectors with the segment's F as a prior, full-text words, the
-time range a question names, the pages behind matched facts, the neighbours of strong hits) whose rankings are
-merged by reciprocal rank fusion; MemoryOS's published pipeline (top m segments, then their pages) stays as PAPER.
+Mid-term pages are found by several channels (page and passage vectors, full-text words, the time range a question
+names, the pages behind matched facts, the neighbours of strong hits) and ranked by one score that each channel
+raises in proportion to how strongly it matched (`fused_score`); MemoryOS's published pipeline (top m segments, then
+their pages) stays as PAPER.
 
 Vector search over one user's rows is an exact scan (MemoryOS bounds them: 200 segments, 100 + 100 knowledge
 entries), so recall is exact and no approximate index is needed. Retrieval makes no LLM call and a bounded number
