@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "memoryos_site",  # our commands: serve, and runserver (before staticfiles, whose runserver it extends)
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_htmx",
@@ -106,7 +107,6 @@ INSTALLED_APPS = [
     "dashboard",
     "api",
     "integrations",  # the MCP server and the OpenAI-compatible memory proxy
-    "memoryos_site",  # the project's own commands: serve
     "evaluation",  # tooling (locomo_eval, memory_bench); the product never imports it
 ]
 
