@@ -16,9 +16,10 @@ one that still runs out of time on a real text fails closed (`Detector.find`: th
 
 from __future__ import annotations
 
+import html
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import phonenumbers
@@ -217,6 +218,44 @@ def mask_findings(text: str, findings: Sequence[Finding]) -> str:
         position = finding.end
     parts.append(text[position:])
     return "".join(parts)
+
+
+# A tag, a comment or a doctype; what lies between two of them is text. Inside <script> and <style> (the console's
+# figures are JSON in a script tag, escaped as json_script escapes it) the text is raw: no entities to decode.
+_MARKUP = re.compile(r"(<!--.*?-->|<[^>]*>)", re.DOTALL)
+_RAW_TEXT_OPENS = re.compile(r"<(?:script|style)\b", re.IGNORECASE)
+
+
+def mask_html(document: str, mask: Callable[[str], str]) -> str:
+    """`document` (HTML) with `mask` applied to its text: between tags, and inside script and style elements.
+    Tags and their attributes are left as they are (links and form values carry ids, not memory)."""
+    parts = _MARKUP.split(document)
+    raw = False
+    for index, part in enumerate(parts):
+        if index % 2:  # a tag
+            raw = bool(_RAW_TEXT_OPENS.match(part))
+        elif raw:
+            parts[index] = mask(part)
+        elif part.strip():
+            text = html.unescape(part)
+            masked = mask(text)
+            if masked != text:
+                parts[index] = html.escape(masked, quote=False)
+    return "".join(parts)
+
+
+def mask_json(data, mask: Callable[[str], str], *, keep: frozenset[str] = frozenset()):
+    """JSON-like `data` with `mask` applied to every string value, except those of the keys in `keep` (ids)."""
+    if isinstance(data, str):
+        return mask(data)
+    if isinstance(data, list | tuple):
+        return [mask_json(item, mask, keep=keep) for item in data]
+    if isinstance(data, dict):
+        return {
+            key: value if key in keep and isinstance(value, str) else mask_json(value, mask, keep=keep)
+            for key, value in data.items()
+        }
+    return data
 
 
 def _without_overlaps(found: list[Finding]) -> list[Finding]:

@@ -122,6 +122,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "memoryos_site.routers.ConsoleReadsMiddleware",
+    "dashboard.masking.ConsoleMaskingMiddleware",  # last: it masks what the view rendered, before anything else
 ]
 
 # Content-Security-Policy (django-csp): scripts, styles, images and requests from the site itself only. Inline
