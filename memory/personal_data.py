@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import re
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -56,8 +57,21 @@ PROBE_LENGTH = 2000
 PROBE_CHARACTERS = "aA1 -._\t"
 
 EMAIL_RE = re.compile(r"(?<![\w.+'-])[A-Za-z0-9][A-Za-z0-9._%+'-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24}\b")
-CARD_RE = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
-IBAN_RE = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b")
+# "name (at) example dot com", "name [at] example [dot] co.uk": an address written so that a plain match misses it.
+OBFUSCATED_EMAIL_RE = re.compile(
+    r"(?<![\w.+'-])(?P<local>[A-Za-z0-9][A-Za-z0-9._%+'-]{0,63})\s*[(\[{<]\s*at\s*[)\]}>]\s*"
+    r"(?P<domain>[A-Za-z0-9-]{1,63}(?:(?:\s*[(\[{<]\s*dot\s*[)\]}>]\s*|\s+dot\s+|\.)[A-Za-z0-9-]{1,63})+)\b",
+    re.IGNORECASE,
+)
+_DOT_WORD = re.compile(r"\s*[(\[{<]\s*dot\s*[)\]}>]\s*|\s+dot\s+", re.IGNORECASE)
+# A card's digits may be grouped with spaces, hyphens or dots ("4242.4242.4242.4242").
+CARD_RE = re.compile(r"(?<![\d.-])(?:\d[ .-]?){12,18}\d(?![\d-]|\.\d)")
+IBAN_RE = re.compile(r"\b[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,4})?\b")
+# Characters that show nothing, used to split a value so that a plain match misses it; removed before matching.
+INVISIBLE = frozenset(
+    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200c\u200d\u200e\u200f"
+    "\u2060\u2061\u2062\u2063\u2064\u206a\u206b\u206c\u206d\u206e\u206f\u3164\ufeff\uffa0"
+)
 SECRET_RES = (
     re.compile(r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_-]{20,}"),  # OpenAI, Stripe style
     re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key ids
@@ -141,11 +155,13 @@ class Detector:
         it first; both fail open.
         """
         wanted = set(categories)
+        plain, origin = normalised(text)
         found: list[Finding] = []
         for category, finder in self._finders():
             if category in wanted:
-                found.extend(finder(text))
-        return _without_overlaps(found)
+                found.extend(finder(plain))
+        found = _without_overlaps(found)
+        return found if origin is None else [_in_original(finding, text, origin) for finding in found]
 
     def redact(self, text: str, categories: Iterable[str]) -> str:
         """`text` with every finding of `categories` replaced by its mask."""
@@ -204,6 +220,35 @@ def _line_by_line(pattern: regex.Pattern, text: str) -> list[Finding]:
                 found.append(Finding(GOVERNMENT_ID, offset, offset + len(content), content, pattern.pattern))
         offset += len(line)
     return found
+
+
+def normalised(text: str) -> tuple[str, list[int] | None]:
+    """`text` as the detectors read it, and where each of its characters came from in `text` (None: unchanged).
+
+    Each character is NFKC-normalised (full-width and other compatibility digits and letters become ASCII ones,
+    a no-break space a space), every other space becomes a plain one, and invisible characters are dropped: what
+    a person reads as one value is matched as one. ASCII text is left as it is, at no cost.
+    """
+    if text.isascii():
+        return text, None
+    chars: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        if char in INVISIBLE or unicodedata.category(char) == "Cf":
+            continue
+        for piece in unicodedata.normalize("NFKC", char):
+            chars.append(" " if piece.isspace() and piece not in "\r\n" else piece)
+            origin.append(index)
+    return "".join(chars), origin
+
+
+def _in_original(finding: Finding, text: str, origin: list[int]) -> Finding:
+    """The finding, found in the normalised text, placed on the original one (the value as it was written)."""
+    if finding.start == finding.end:
+        return finding
+    start, end = origin[finding.start], origin[finding.end - 1] + 1
+    value = finding.value if finding.category == CARD else text[start:end]  # a card's mask shows ASCII digits
+    return Finding(finding.category, start, end, value, finding.timed_out_pattern)
 
 
 def _digits(text: str) -> str:
@@ -270,9 +315,14 @@ def _without_overlaps(found: list[Finding]) -> list[Finding]:
 
 
 def _emails(text: str) -> list[Finding]:
-    if "@" not in text:
-        return []
-    return [Finding(EMAIL, m.start(), m.end(), m.group()) for m in EMAIL_RE.finditer(text)]
+    found = [Finding(EMAIL, m.start(), m.end(), m.group()) for m in EMAIL_RE.finditer(text)] if "@" in text else []
+    lowered = text.lower()
+    if "at" in lowered and ("(" in text or "[" in text or "{" in text or "<" in text):
+        for match in OBFUSCATED_EMAIL_RE.finditer(text):
+            address = f"{match.group('local')}@{_DOT_WORD.sub('.', match.group('domain'))}"
+            if EMAIL_RE.fullmatch(address):
+                found.append(Finding(EMAIL, match.start(), match.end(), match.group()))
+    return found
 
 
 def luhn_valid(digits: str) -> bool:
@@ -311,7 +361,7 @@ def _ibans(text: str) -> list[Finding]:
         raw = match.group()
         for end in range(len(raw), 14, -1):
             candidate = raw[:end].rstrip()
-            if iban_valid(candidate.replace(" ", "")):
+            if iban_valid(candidate.replace(" ", "").upper()):
                 found.append(Finding(IBAN, match.start(), match.start() + len(candidate), candidate))
                 break
     return found

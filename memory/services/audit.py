@@ -79,6 +79,18 @@ def chain_hash(entry: AuditEntry) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()
 
 
+def _typed_text_redacted(tenant_id: int, reason: str, detail: dict | None) -> tuple[str, dict | None]:
+    what = (detail or {}).get("what")
+    if not reason and not isinstance(what, str):
+        return reason, detail
+    from memory.services.personal_data import storage_redactor  # which audits through this module
+
+    redact = storage_redactor(tenant=tenant_id)
+    if isinstance(what, str):
+        detail = {**detail, "what": redact(what)}
+    return redact(reason), detail
+
+
 def audit_record(
     *,
     tenant: Tenant | int,
@@ -93,8 +105,12 @@ def audit_record(
     detail: dict | None = None,
     request_id: str = "",
 ) -> AuditEntry:
-    """Append one entry to the tenant's chain, inside the caller's transaction (it rolls back with the action)."""
+    """Append one entry to the tenant's chain, inside the caller's transaction (it rolls back with the action).
+
+    What people typed (the reason, and `detail["what"]`: what was read, a search's words) is stored with the
+    tenant's do-not-store personal data redacted: entries are append-only, so no re-scan could remove it later."""
     tenant_id = tenant if isinstance(tenant, int) else tenant.pk
+    reason, detail = _typed_text_redacted(tenant_id, reason, detail)
     with transaction.atomic():
         audit_lock(tenant_id, end_user_id=end_user.pk if end_user else None)
         last = AuditEntry.objects.filter(tenant_id=tenant_id).order_by("-seq").values("seq", "hash").first()
