@@ -79,16 +79,12 @@ def chain_hash(entry: AuditEntry) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()
 
 
-def _typed_text_redacted(tenant_id: int, reason: str, detail: dict | None) -> tuple[str, dict | None]:
-    what = (detail or {}).get("what")
-    if not reason and not isinstance(what, str):
-        return reason, detail
-    from memory.services.personal_data import storage_redactor  # which audits through this module
+def _typed_text_redacted(tenant_id: int, text: str) -> str:
+    if not text:
+        return text
+    from memory.services.personal_data import text_for_storage  # which audits through this module
 
-    redact = storage_redactor(tenant=tenant_id)
-    if isinstance(what, str):
-        detail = {**detail, "what": redact(what)}
-    return redact(reason), detail
+    return text_for_storage(tenant=tenant_id, text=text)
 
 
 def audit_record(
@@ -107,10 +103,10 @@ def audit_record(
 ) -> AuditEntry:
     """Append one entry to the tenant's chain, inside the caller's transaction (it rolls back with the action).
 
-    What people typed (the reason, and `detail["what"]`: what was read, a search's words) is stored with the
-    tenant's do-not-store personal data redacted: entries are append-only, so no re-scan could remove it later."""
+    The reason, typed by a person, is stored with the tenant's do-not-store personal data redacted: entries are
+    append-only, so no re-scan could remove it later (a console search's words are redacted where they are read)."""
     tenant_id = tenant if isinstance(tenant, int) else tenant.pk
-    reason, detail = _typed_text_redacted(tenant_id, reason, detail)
+    reason = _typed_text_redacted(tenant_id, reason)
     with transaction.atomic():
         audit_lock(tenant_id, end_user_id=end_user.pk if end_user else None)
         last = AuditEntry.objects.filter(tenant_id=tenant_id).order_by("-seq").values("seq", "hash").first()

@@ -10,9 +10,9 @@ from memory.models import AuditEntry
 from tests import builders
 from tests.dashboard.conftest import HX
 
-# 4 auth and access + the end user + the spaces + the tabs' counts + 6 for the audited read (the policy its text is
-# redacted under, savepoint, lock, chain) + the legal hold
-BASE_QUERIES = 14
+# 4 auth and access + the end user + the spaces + the tabs' counts + 5 for the audited read (savepoint, lock, chain)
+# + the legal hold
+BASE_QUERIES = 13
 TAB_QUERIES = {
     "short-term": 1,
     "mid-term": 2,  # the segments with their heat and page counts, the pending pages
