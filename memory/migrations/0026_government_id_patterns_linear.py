@@ -27,6 +27,6 @@ def backwards(apps, schema_editor) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("memory", "0024_page_vectors_half_precision")]
+    dependencies = [("memory", "0025_page_passages")]
 
     operations = [migrations.RunPython(forwards, backwards)]
