@@ -79,14 +79,6 @@ def chain_hash(entry: AuditEntry) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()
 
 
-def _typed_text_redacted(tenant_id: int, text: str) -> str:
-    if not text:
-        return text
-    from memory.services.personal_data import text_for_storage  # which audits through this module
-
-    return text_for_storage(tenant=tenant_id, text=text)
-
-
 def audit_record(
     *,
     tenant: Tenant | int,
@@ -101,12 +93,8 @@ def audit_record(
     detail: dict | None = None,
     request_id: str = "",
 ) -> AuditEntry:
-    """Append one entry to the tenant's chain, inside the caller's transaction (it rolls back with the action).
-
-    The reason, typed by a person, is stored with the tenant's do-not-store personal data redacted: entries are
-    append-only, so no re-scan could remove it later (a console search's words are redacted where they are read)."""
+    """Append one entry to the tenant's chain, inside the caller's transaction (it rolls back with the action)."""
     tenant_id = tenant if isinstance(tenant, int) else tenant.pk
-    reason = _typed_text_redacted(tenant_id, reason)
     with transaction.atomic():
         audit_lock(tenant_id, end_user_id=end_user.pk if end_user else None)
         last = AuditEntry.objects.filter(tenant_id=tenant_id).order_by("-seq").values("seq", "hash").first()
