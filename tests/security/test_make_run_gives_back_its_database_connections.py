@@ -46,6 +46,18 @@ def connections_listed() -> list[tuple]:
         return cursor.fetchall()
 
 
+def steady_count(*, unchanged_for: float = 3, longest: float = 30) -> int:
+    """The connection count once it has not changed for `unchanged_for` seconds (or after `longest`)."""
+    deadline = time.monotonic() + longest
+    count, since = connections_open(), time.monotonic()
+    while time.monotonic() - since < unchanged_for and time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = connections_open()
+        if now != count:
+            count, since = now, time.monotonic()
+    return count
+
+
 def call(url: str, token: str, body: dict) -> int:
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST", headers=headers)
@@ -112,8 +124,7 @@ def test_twenty_parallel_chats_and_an_erasure_leave_no_connection_open_behind_th
             assert wait_for(lambda: "MemoryOS is running" in log.read_text() or serve.poll() is not None, timeout=150)
             # a first burst brings every process to its steady state: the side readers, the worker's connections
             burst(api, token, "warm-up")
-            time.sleep(2)
-            base = connections_open()
+            base = steady_count()  # once the worker has done what the warm-up queued
             codes = burst(api, token, "racer")
             during = connections_open()
             settled = wait_for(lambda: connections_open() <= base, timeout=SETTLE_SECONDS)
