@@ -38,6 +38,7 @@ from memory.services.gdpr import user_export_data
 from memory.services.governance import memory_read_record
 from memory.services.legal_hold import LegalHoldActive, legal_hold_active
 from memory.services.turns import EndUserClosed, space_get_or_create
+from memory.text import text_refusal
 
 REASON = "requested by the end user"
 CLOSED = "This account has been closed, so nothing more is stored: your message was not kept."
@@ -188,7 +189,9 @@ def _memory_query(params: Mapping[str, object]) -> str:
 
 
 def _search_of(params: Mapping[str, object]) -> str:
-    return str(params.get("q", "")).strip()[:SEARCH_MAX]
+    """The search asked for; none when it holds what no stored text can (a NUL, a lone surrogate)."""
+    search = str(params.get("q", "")).strip()[:SEARCH_MAX]
+    return "" if text_refusal(search) else search
 
 
 def _memory_context(request: HttpRequest, end_user: EndUser, assistant: Assistant, **extra) -> dict:

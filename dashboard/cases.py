@@ -11,12 +11,13 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest
 from django.utils import timezone
 
-from dashboard.console import record_read
+from dashboard.console import Console, record_read
 from dashboard.forms import CASE_TABS
 from dashboard.plots import figure_html, user_heat_figure
-from memory.models import EndUser, MemorySpace
+from memory.models import EndUser, MemorySpace, PersonalDataAction
 from memory.selectors.case import CaseCounts, case_search, chat_turns_page, user_audit_page
 from memory.selectors.console import long_term_memory, pages_pending_count, segment_rows, short_term_list
+from memory.services.personal_data import redactor_for
 
 DEFAULT_TAB = "short-term"
 CHATS_PER_PAGE = 20
@@ -93,14 +94,17 @@ TAB_READS: dict[str, tuple[str, Callable[..., dict]]] = {
 }
 
 
-def tab_context(request: HttpRequest, *, tab: str, end_user: EndUser, space: MemorySpace | None, query: str) -> dict:
+def tab_context(
+    request: HttpRequest, console: Console, *, tab: str, end_user: EndUser, space: MemorySpace | None, query: str
+) -> dict:
     """The rows of `tab` (none when the user has no memory yet); the read goes into the audit log."""
     if space is None:
         return {}
     what, read = TAB_READS[tab]
     context = read(request, end_user, space, query)
     context["next_query"] = quote(request.get_full_path(), safe="/")  # once, not once per action button
-    if tab == "search":  # what was looked for is part of the read
-        what = f"{what} for “{query.strip()[:100]}”"
+    if tab == "search":  # what was looked for is part of the read, without what the tenant does not store
+        words = redactor_for(console.policy, PersonalDataAction.DO_NOT_STORE)(query.strip())
+        what = f"{what} for “{words[:100]}”"
     record_read(request, end_user, what, "memoryspace", space.pk)
     return context

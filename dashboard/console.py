@@ -5,7 +5,7 @@ HTMX requests."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TypeVar
 
@@ -13,6 +13,7 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.http import Http404, HttpRequest
 from django.utils.http import url_has_allowed_host_and_scheme
 
+from dashboard.masking import CONSOLE_ATTRIBUTE
 from memory.items import ITEM_KINDS
 from memory.models import (
     ApiToken,
@@ -83,7 +84,16 @@ class Console:
 def console_or_404(request: HttpRequest, slug: str, permission: Permission = Permission.READ) -> Console:
     """The operator's tenant `slug`: 404 when they have no role in it, 403 when their role lacks `permission`."""
     tenant = tenant_for_operator_or_404(request.user, slug, permission)
-    return Console(tenant=tenant, role=role_for(request.user, tenant))
+    console = Console(tenant=tenant, role=role_for(request.user, tenant))
+    setattr(request, CONSOLE_ATTRIBUTE, console)  # the response is masked with it (dashboard.masking)
+    return console
+
+
+def console_reveal(request: HttpRequest, console: Console) -> Console:
+    """The console unmasked for this one response; call only after the reveal is audited."""
+    revealed = replace(console, revealed=True)
+    setattr(request, CONSOLE_ATTRIBUTE, revealed)
+    return revealed
 
 
 T = TypeVar("T")

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from django.core.exceptions import ObjectDoesNotExist
+from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework.exceptions import APIException
 
@@ -19,6 +20,7 @@ from integrations.access import AssistantUnnamed, NotAuthenticated, RateLimited,
 from integrations.tools import ToolFailure
 from memory.services.conversation import PartyInactive
 from memory.services.governance import GovernanceError
+from memory.services.legal_hold import LegalHoldActive
 from memory.services.turns import EndUserClosed, InvalidTurn
 
 
@@ -48,6 +50,12 @@ def problem_of(exc: Exception) -> Problem | None:
         if exc.erased:
             return Problem(410, "erased", "This user has been erased; nothing more is stored about them.")
         return Problem(409, "deactivated", "This user is deactivated; nothing more is stored about them.")
+    if isinstance(exc, LegalHoldActive):
+        return Problem(409, "legal_hold", str(exc))
+    if isinstance(exc, RequestDataTooBig):
+        return Problem(
+            413, "request_too_large", f"The body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE:,} bytes."
+        )
     if isinstance(exc, PartyInactive):
         return Problem(409, "deactivated", str(exc))
     if isinstance(exc, DjangoValidationError):

@@ -32,8 +32,10 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
+from rest_framework.exceptions import ParseError
 
 from api.access import Principal
+from api.parsers import MAX_DEPTH, json_depth_check
 from chat.services import (
     IDEMPOTENCY_KEY_MAX,
     Draft,
@@ -51,6 +53,7 @@ from integrations.errors import Problem, problem_of
 from memory.llm import ToolCallDeltas
 from memory.services.conversation import conversation_parties
 from memory.steps import llm_configured
+from memory.text import text_refusal
 
 ASSISTANT_HEADER = "X-MemoryOS-Assistant"
 OFFLINE_MODEL = "memoryos-offline"
@@ -104,6 +107,7 @@ ERROR_TYPES = {
     401: "authentication_error",
     403: "permission_error",
     404: "not_found",
+    413: "invalid_request_error",
     429: "rate_limit_error",
 }
 
@@ -210,12 +214,12 @@ def _draft(request: HttpRequest, principal: Principal, body: dict) -> Draft | Re
 
 def _body(request: HttpRequest) -> dict:
     """The parts of OpenAI's request this proxy uses; raises BadRequest naming the first field that is wrong."""
-    try:
-        data = json.loads(request.body or b"null")
-    except ValueError:
-        raise BadRequest("The body is not valid JSON.") from None
+    data = _json_of(request.body)
     if not isinstance(data, dict):
         raise BadRequest("The body must be a JSON object.")
+    if refused := _unusable_text(data):
+        param, why = refused
+        raise BadRequest(f"`{param}` {why}.", param)
     user = data.get("user")
     if not isinstance(user, str) or not user.strip():
         raise BadRequest("Name the end user in the `user` field (their external id).", "user")
@@ -249,6 +253,38 @@ def _message_check(text: str) -> None:
     except InvalidMessage as exc:
         too_long = len(text) > settings.MEMORY_MESSAGE_MAX_CHARS
         raise BadRequest(str(exc), "messages", "string_above_max_length" if too_long else "invalid_request") from None
+
+
+def _json_of(body: bytes):
+    """The body's JSON, nested no deeper than the REST API allows (api.parsers); BadRequest otherwise."""
+    try:
+        data = json.loads(body or b"null")
+    except RecursionError:
+        raise BadRequest(f"The JSON is nested more than {MAX_DEPTH} levels deep.") from None
+    except ValueError:
+        raise BadRequest("The body is not valid JSON.") from None
+    try:
+        json_depth_check(data)
+    except ParseError as exc:
+        raise BadRequest(str(exc.detail)) from None
+    return data
+
+
+def _unusable_text(data: dict) -> tuple[str, str] | None:
+    """The first text of the request (a key or a value) that can be neither stored nor sent on, as (its path, why):
+    a NUL or a lone surrogate, which JSON escapes can carry."""
+    stack: list[tuple[object, str]] = [(data, "")]
+    while stack:
+        value, path = stack.pop()
+        children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+        for key, child in children:
+            where = f"{path}.{key}" if path else str(key)
+            why = text_refusal(key) if isinstance(key, str) else None
+            why = why or (text_refusal(child) if isinstance(child, str) else None)
+            if why:
+                return where, why
+            stack.append((child, where))
+    return None
 
 
 def _offline_check(options: dict, exchange: list[dict]) -> None:

@@ -8,8 +8,11 @@ found) and raises the services' own exceptions; `integrations.errors` turns them
 
 from __future__ import annotations
 
+import functools
 import uuid
+from collections.abc import Callable
 from datetime import datetime
+from typing import TypeVar
 
 from api import serializers
 from api.access import Principal
@@ -25,14 +28,31 @@ from memory.services.conversation import conversation_parties
 from memory.services.governance import memory_read_record
 from memory.services.recall import memory_retrieve
 from memory.services.turns import turn_record, turn_texts_check
+from memory.text import text_refusal
 
 SEARCH_LIMIT_MAX = 50
 MAX_ID = 2**63 - 1
 KNOWLEDGE_RESOURCE_LIMIT = 200  # a store keeps at most MEMORY_KNOWLEDGE_CAPACITY (100) entries per kind
 
+T = TypeVar("T")
+
 
 class ToolFailure(Exception):
     """The call was understood but could not be done; the message says why, for the agent to read."""
+
+
+def texts_checked(tool: Callable[..., T]) -> Callable[..., T]:
+    """The tool, refusing (ToolFailure, naming the argument) a text argument that can be neither stored nor looked
+    up: a NUL or a lone surrogate, which the REST API's fields refuse too."""
+
+    @functools.wraps(tool)
+    def checked(principal: Principal, **arguments) -> T:
+        for name, value in arguments.items():
+            if isinstance(value, str) and (why := text_refusal(value)):
+                raise ToolFailure(f"{name} {why}")
+        return tool(principal, **arguments)
+
+    return checked
 
 
 def _source_ref(principal: Principal) -> str:
@@ -47,6 +67,7 @@ def _read(principal: Principal, end_user: EndUser, what: str, request_id: str) -
     memory_read_record(actor=principal.actor, end_user=end_user, what=what, request_id=request_id)
 
 
+@texts_checked
 def memory_retrieve_tool(
     principal: Principal,
     *,
@@ -73,6 +94,7 @@ def memory_retrieve_tool(
     return serializers.retrieval_out(result)
 
 
+@texts_checked
 def memory_record_turn_tool(
     principal: Principal,
     *,
@@ -114,6 +136,7 @@ def memory_record_turn_tool(
     return dict(answer.data)
 
 
+@texts_checked
 def memory_chat_tool(principal: Principal, *, user: str, message: str, assistant: str | None = None) -> dict:
     """Send `message` as the end user and get the assistant's reply from memory (as POST /api/v1/chat/)."""
     named = assistant_for(principal.tenant, assistant).external_id
@@ -131,6 +154,7 @@ def memory_chat_tool(principal: Principal, *, user: str, message: str, assistant
     return {"reply": result.text, "memory_used": reply.memory_used, "page_id": reply.page_id, "mode": reply.mode}
 
 
+@texts_checked
 def profile_get_tool(principal: Principal, *, user: str, request_id: str = "") -> dict:
     """The user's current profile (as GET /api/v1/users/{user}/profile/); the read is audited."""
     end_user = _end_user(principal, user)
@@ -141,6 +165,7 @@ def profile_get_tool(principal: Principal, *, user: str, request_id: str = "") -
     return serializers.ProfileVersionOut(current).data
 
 
+@texts_checked
 def memory_search_tool(
     principal: Principal,
     *,
@@ -167,6 +192,7 @@ def memory_search_tool(
     }
 
 
+@texts_checked
 def memory_forget_tool(
     principal: Principal, *, kind: str, id: int, reason: str, dry_run: bool = False, request_id: str = ""
 ) -> dict:
@@ -186,6 +212,7 @@ def memory_forget_tool(
     return {"forgotten": report.as_detail()}
 
 
+@texts_checked
 def knowledge_read(principal: Principal, *, user: str, request_id: str = "") -> dict:
     """Every fact remembered about the user (the knowledge resource), newest first; the read is audited."""
     end_user = _end_user(principal, user)

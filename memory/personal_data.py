@@ -9,19 +9,24 @@ a phone number).
 Masks name the category only, except a card's, which keeps the last four digits so that a reply can still say
 "your card ending 4242".
 
-Government-id patterns are the tenant's own regular expressions, so they run on the `regex` package with a time limit:
-a pattern is refused when saved if it backtracks catastrophically on probe texts (`government_id_patterns_check`), and
-one that still runs out of time on a real text fails closed (`Detector.find`: the text it could not check is withheld).
+Government-id patterns are the tenant's own regular expressions, so they run on RE2 (the `google-re2` package), whose
+time is linear in the text whatever the pattern: no pattern can backtrack catastrophically. A pattern RE2 cannot run
+(look-arounds, back-references) is refused when saved (`government_id_patterns_check`). One saved before that check
+runs on the `regex` package with a time limit, and fails closed when it runs out (`Detector.find`: the text it could
+not check is withheld), all such patterns of a text sharing one budget.
 """
 
 from __future__ import annotations
 
+import html
 import re
 import time
-from collections.abc import Iterable, Sequence
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import phonenumbers
+import re2
 import regex
 
 EMAIL, PHONE, CARD, IBAN, GOVERNMENT_ID, SECRET = "email", "phone", "card", "iban", "government_id", "secret"
@@ -38,25 +43,38 @@ LABELS = {
 PRIORITY = {SECRET: 0, IBAN: 1, CARD: 2, EMAIL: 3, GOVERNMENT_ID: 4, PHONE: 5}
 # A US social security number and a UK national insurance number: a new tenant's government ids.
 DEFAULT_GOVERNMENT_ID_PATTERNS = (
-    r"\b(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}\b",
+    # area 001-899 but not 666, group 01-99, serial 0001-9999: spelled out, since RE2 has no look-ahead
+    r"\b(?:00[1-9]|0[1-9]\d|[1-578]\d\d|6[0-57-9]\d|66[0-57-9])-(?:0[1-9]|[1-9]\d)-"
+    r"(?:000[1-9]|00[1-9]\d|0[1-9]\d\d|[1-9]\d\d\d)\b",
     r"\b[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b",
 )
 MAX_PATTERN_LENGTH = 300
 MAX_PATTERNS = 20
-# Seconds one government-id pattern may spend on one text (or, after a timeout, on one line of it), and in all on
-# the lines of one text: ordinary patterns take microseconds, so only a backtracking one ever reaches them.
+# For a pattern saved before RE2 checked patterns (it runs on `regex`): seconds it may spend on one text (or, after
+# a timeout, on one line of it), and that all such patterns may spend together on the lines of one text.
 GOVERNMENT_ID_TIMEOUT = 0.05
 GOVERNMENT_ID_TEXT_BUDGET = 0.25
 # What replaces text that a government-id pattern ran out of time on: it was not checked, so it is not kept.
 WITHHELD_MASK = "[withheld: government-id check timed out]"
-# Saving a pattern runs it on texts made to trip backtracking (a long run of one character, then one that fails).
-PROBE_TIMEOUT = 0.05
-PROBE_LENGTH = 2000
-PROBE_CHARACTERS = "aA1 -._\t"
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a refused pattern is reported to whoever saved it, not logged by RE2 itself
 
 EMAIL_RE = re.compile(r"(?<![\w.+'-])[A-Za-z0-9][A-Za-z0-9._%+'-]{0,63}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24}\b")
-CARD_RE = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
-IBAN_RE = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,4})?\b")
+# "name (at) example dot com", "name [at] example [dot] co.uk": an address written so that a plain match misses it.
+OBFUSCATED_EMAIL_RE = re.compile(
+    r"(?<![\w.+'-])(?P<local>[A-Za-z0-9][A-Za-z0-9._%+'-]{0,63})\s*[(\[{<]\s*at\s*[)\]}>]\s*"
+    r"(?P<domain>[A-Za-z0-9-]{1,63}(?:(?:\s*[(\[{<]\s*dot\s*[)\]}>]\s*|\s+dot\s+|\.)[A-Za-z0-9-]{1,63})+)\b",
+    re.IGNORECASE,
+)
+_DOT_WORD = re.compile(r"\s*[(\[{<]\s*dot\s*[)\]}>]\s*|\s+dot\s+", re.IGNORECASE)
+# A card's digits may be grouped with spaces, hyphens or dots ("4242.4242.4242.4242").
+CARD_RE = re.compile(r"(?<![\d.-])(?:\d[ .-]?){12,18}\d(?![\d-]|\.\d)")
+IBAN_RE = re.compile(r"\b[A-Za-z]{2}\d{2}(?: ?[A-Za-z0-9]{4}){2,7}(?: ?[A-Za-z0-9]{1,4})?\b")
+# Characters that show nothing, used to split a value so that a plain match misses it; removed before matching.
+INVISIBLE = frozenset(
+    "\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200c\u200d\u200e\u200f"
+    "\u2060\u2061\u2062\u2063\u2064\u206a\u206b\u206c\u206d\u206e\u206f\u3164\ufeff\uffa0"
+)
 SECRET_RES = (
     re.compile(r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_-]{20,}"),  # OpenAI, Stripe style
     re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key ids
@@ -118,15 +136,14 @@ class Finding:
 
 @dataclass(frozen=True)
 class Detector:
-    """The detectors configured for one tenant: its phone region and its government-id patterns (compiled with
-    `regex`, which can stop a match that runs too long)."""
+    """The detectors configured for one tenant: its phone region and its government-id patterns (run by RE2)."""
 
     region: str = "GB"
-    government_ids: tuple[regex.Pattern, ...] = ()
+    government_ids: tuple = ()  # RE2 patterns; `regex` ones for patterns saved before RE2 checked them
 
     @classmethod
     def configured(cls, *, region: str = "GB", government_id_patterns: Iterable[str] = ()) -> Detector:
-        return cls(region=region.upper(), government_ids=tuple(regex.compile(p) for p in government_id_patterns))
+        return cls(region=region.upper(), government_ids=tuple(_tenant_pattern(p) for p in government_id_patterns))
 
     def find(self, text: str, categories: Iterable[str] = CATEGORIES) -> list[Finding]:
         """Every finding of `categories` in `text`, in order, overlaps resolved for the more specific category.
@@ -140,11 +157,13 @@ class Detector:
         it first; both fail open.
         """
         wanted = set(categories)
+        plain, origin = normalised(text)
         found: list[Finding] = []
         for category, finder in self._finders():
             if category in wanted:
-                found.extend(finder(text))
-        return _without_overlaps(found)
+                found.extend(finder(plain))
+        found = _without_overlaps(found)
+        return found if origin is None else [_in_original(finding, text, origin) for finding in found]
 
     def redact(self, text: str, categories: Iterable[str]) -> str:
         """`text` with every finding of `categories` replaced by its mask."""
@@ -165,11 +184,15 @@ class Detector:
 
     def _government_ids(self, text: str) -> list[Finding]:
         found: list[Finding] = []
+        deadline = time.monotonic() + GOVERNMENT_ID_TEXT_BUDGET  # shared by the patterns that run on `regex`
         for pattern in self.government_ids:
+            if not isinstance(pattern, regex.Pattern):
+                found += _linear_matches(pattern, text)
+                continue
             try:
                 found += _matches(pattern, text, 0)
             except TimeoutError:
-                found += _line_by_line(pattern, text)
+                found += _line_by_line(pattern, text, deadline)
         return found
 
     def _phones(self, text: str) -> list[Finding]:
@@ -177,6 +200,27 @@ class Detector:
             return []  # the matcher is the slowest detector: skip texts that cannot hold a number
         matcher = phonenumbers.PhoneNumberMatcher(text, self.region, leniency=phonenumbers.Leniency.VALID)
         return [Finding(PHONE, m.start, m.end, m.raw_string) for m in matcher]
+
+
+def _linear(pattern: str):
+    """`pattern` compiled by RE2: linear time in the text, whatever the pattern. Raises re2.error when RE2 cannot
+    run it (a look-around, a back-reference)."""
+    return re2.compile(pattern, _RE2_OPTIONS)
+
+
+def _tenant_pattern(pattern: str):
+    """A tenant's pattern as the detector runs it: by RE2, or (saved before RE2 checked patterns) by `regex`, whose
+    matches stop at GOVERNMENT_ID_TIMEOUT."""
+    try:
+        return _linear(pattern)
+    except re2.error:
+        return regex.compile(pattern)
+
+
+def _linear_matches(pattern, text: str) -> list[Finding]:
+    return [
+        Finding(GOVERNMENT_ID, m.start(), m.end(), m.group()) for m in pattern.finditer(text) if m.end() > m.start()
+    ]
 
 
 def _matches(pattern: regex.Pattern, text: str, offset: int) -> list[Finding]:
@@ -188,10 +232,10 @@ def _matches(pattern: regex.Pattern, text: str, offset: int) -> list[Finding]:
     ]
 
 
-def _line_by_line(pattern: regex.Pattern, text: str) -> list[Finding]:
+def _line_by_line(pattern: regex.Pattern, text: str, deadline: float) -> list[Finding]:
     """The pattern run on each line of a text it ran out of time on; a line it times out on again, and every line
-    left once GOVERNMENT_ID_TEXT_BUDGET is spent, is one withheld finding."""
-    found, offset, deadline = [], 0, time.monotonic() + GOVERNMENT_ID_TEXT_BUDGET
+    left once the text's budget (`deadline`) is spent, is one withheld finding."""
+    found, offset = [], 0
     for line in text.splitlines(keepends=True):
         content = line.rstrip("\r\n")
         try:
@@ -203,6 +247,35 @@ def _line_by_line(pattern: regex.Pattern, text: str) -> list[Finding]:
                 found.append(Finding(GOVERNMENT_ID, offset, offset + len(content), content, pattern.pattern))
         offset += len(line)
     return found
+
+
+def normalised(text: str) -> tuple[str, list[int] | None]:
+    """`text` as the detectors read it, and where each of its characters came from in `text` (None: unchanged).
+
+    Each character is NFKC-normalised (full-width and other compatibility digits and letters become ASCII ones,
+    a no-break space a space), every other space becomes a plain one, and invisible characters are dropped: what
+    a person reads as one value is matched as one. ASCII text is left as it is, at no cost.
+    """
+    if text.isascii():
+        return text, None
+    chars: list[str] = []
+    origin: list[int] = []
+    for index, char in enumerate(text):
+        if char in INVISIBLE or unicodedata.category(char) == "Cf":
+            continue
+        for piece in unicodedata.normalize("NFKC", char):
+            chars.append(" " if piece.isspace() and piece not in "\r\n" else piece)
+            origin.append(index)
+    return "".join(chars), origin
+
+
+def _in_original(finding: Finding, text: str, origin: list[int]) -> Finding:
+    """The finding, found in the normalised text, placed on the original one (the value as it was written)."""
+    if finding.start == finding.end:
+        return finding
+    start, end = origin[finding.start], origin[finding.end - 1] + 1
+    value = finding.value if finding.category == CARD else text[start:end]  # a card's mask shows ASCII digits
+    return Finding(finding.category, start, end, value, finding.timed_out_pattern)
 
 
 def _digits(text: str) -> str:
@@ -219,6 +292,44 @@ def mask_findings(text: str, findings: Sequence[Finding]) -> str:
     return "".join(parts)
 
 
+# A tag, a comment or a doctype; what lies between two of them is text. Inside <script> and <style> (the console's
+# figures are JSON in a script tag, escaped as json_script escapes it) the text is raw: no entities to decode.
+_MARKUP = re.compile(r"(<!--.*?-->|<[^>]*>)", re.DOTALL)
+_RAW_TEXT_OPENS = re.compile(r"<(?:script|style)\b", re.IGNORECASE)
+
+
+def mask_html(document: str, mask: Callable[[str], str]) -> str:
+    """`document` (HTML) with `mask` applied to its text: between tags, and inside script and style elements.
+    Tags and their attributes are left as they are (links and form values carry ids, not memory)."""
+    parts = _MARKUP.split(document)
+    raw = False
+    for index, part in enumerate(parts):
+        if index % 2:  # a tag
+            raw = bool(_RAW_TEXT_OPENS.match(part))
+        elif raw:
+            parts[index] = mask(part)
+        elif part.strip():
+            text = html.unescape(part)
+            masked = mask(text)
+            if masked != text:
+                parts[index] = html.escape(masked, quote=False)
+    return "".join(parts)
+
+
+def mask_json(data, mask: Callable[[str], str], *, keep: frozenset[str] = frozenset()):
+    """JSON-like `data` with `mask` applied to every string value, except those of the keys in `keep` (ids)."""
+    if isinstance(data, str):
+        return mask(data)
+    if isinstance(data, list | tuple):
+        return [mask_json(item, mask, keep=keep) for item in data]
+    if isinstance(data, dict):
+        return {
+            key: value if key in keep and isinstance(value, str) else mask_json(value, mask, keep=keep)
+            for key, value in data.items()
+        }
+    return data
+
+
 def _without_overlaps(found: list[Finding]) -> list[Finding]:
     kept: list[Finding] = []
     # a withheld span (a pattern timed out on it) wins over everything: what it covers was not checked
@@ -231,9 +342,14 @@ def _without_overlaps(found: list[Finding]) -> list[Finding]:
 
 
 def _emails(text: str) -> list[Finding]:
-    if "@" not in text:
-        return []
-    return [Finding(EMAIL, m.start(), m.end(), m.group()) for m in EMAIL_RE.finditer(text)]
+    found = [Finding(EMAIL, m.start(), m.end(), m.group()) for m in EMAIL_RE.finditer(text)] if "@" in text else []
+    lowered = text.lower()
+    if "at" in lowered and ("(" in text or "[" in text or "{" in text or "<" in text):
+        for match in OBFUSCATED_EMAIL_RE.finditer(text):
+            address = f"{match.group('local')}@{_DOT_WORD.sub('.', match.group('domain'))}"
+            if EMAIL_RE.fullmatch(address):
+                found.append(Finding(EMAIL, match.start(), match.end(), match.group()))
+    return found
 
 
 def luhn_valid(digits: str) -> bool:
@@ -272,7 +388,7 @@ def _ibans(text: str) -> list[Finding]:
         raw = match.group()
         for end in range(len(raw), 14, -1):
             candidate = raw[:end].rstrip()
-            if iban_valid(candidate.replace(" ", "")):
+            if iban_valid(candidate.replace(" ", "").upper()):
                 found.append(Finding(IBAN, match.start(), match.start() + len(candidate), candidate))
                 break
     return found
@@ -290,8 +406,8 @@ def _secrets(text: str) -> list[Finding]:
 
 
 def government_id_patterns_check(patterns: Iterable[str]) -> list[str]:
-    """The patterns, stripped, each compiled once and run on probe texts to prove it; raises InvalidPattern naming
-    the bad one (too long, not a regular expression, matching empty text, or backtracking catastrophically)."""
+    """The patterns, stripped, each compiled once to prove it; raises InvalidPattern naming the bad one (too long,
+    not a regular expression, one RE2 cannot run in linear time, or matching empty text)."""
     checked = [p.strip() for p in patterns if p and p.strip()]
     if len(checked) > MAX_PATTERNS:
         raise InvalidPattern(f"at most {MAX_PATTERNS} patterns")
@@ -299,31 +415,22 @@ def government_id_patterns_check(patterns: Iterable[str]) -> list[str]:
         if len(pattern) > MAX_PATTERN_LENGTH:
             raise InvalidPattern(f"the pattern {pattern[:40]!r}… is longer than {MAX_PATTERN_LENGTH} characters")
         try:
-            compiled = regex.compile(pattern)
+            regex.compile(pattern)
         except regex.error as exc:
             raise InvalidPattern(f"the pattern {pattern!r} is not a valid regular expression: {exc}") from None
+        try:
+            compiled = _linear(pattern)
+        except re2.error as exc:
+            raise InvalidPattern(
+                f"the pattern {pattern!r} cannot be run in linear time ({_re2_reason(exc)}): patterns run on RE2, "
+                "which has no look-ahead or look-behind (?= (?! (?<= (?<!, back-references (\\1) or possessive "
+                "repeats; rewrite it without them (e.g. list the allowed digits instead of a look-ahead)"
+            ) from None
         if compiled.fullmatch(""):
             raise InvalidPattern(f"the pattern {pattern!r} matches empty text, so it would match everywhere")
-        _probe(compiled)
     return checked
 
 
-def _probe_texts(pattern: str) -> list[str]:
-    """Texts that make a backtracking pattern try every way to split them: long runs of one character (common ones
-    and the pattern's own letters and digits), each once as it is and once followed by a character that fails."""
-    characters = dict.fromkeys(PROBE_CHARACTERS + "".join(ch for ch in pattern if ch.isalnum()))
-    runs = [ch * PROBE_LENGTH for ch in characters] + ["a1 -" * (PROBE_LENGTH // 4)]
-    return [run + tail for run in runs for tail in ("", "!", "\n")]
-
-
-def _probe(compiled: regex.Pattern) -> None:
-    """Raise InvalidPattern when the pattern runs out of time (PROBE_TIMEOUT) on any probe text."""
-    for text in _probe_texts(compiled.pattern):
-        try:
-            compiled.search(text, timeout=PROBE_TIMEOUT)
-        except TimeoutError:
-            raise InvalidPattern(
-                f"the pattern {compiled.pattern!r} takes too long on some texts (catastrophic backtracking, as in "
-                "(a+)+ or (a|aa)+: a repetition inside a repetition that can match the same text); rewrite it "
-                "so that each character can be matched one way only"
-            ) from None
+def _re2_reason(exc: Exception) -> str:
+    reason = exc.args[0] if exc.args else exc
+    return reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -30,7 +31,9 @@ def reads_beside_allowed() -> bool:
 class _SideReaders:
     """A few threads, each reading on its own connection to the default database (opened on its first read, kept
     for the next), so that independent statements of one request run at the same time on separate servers'
-    backends. Their connections are closed by `close`, and by each thread after a failed read.
+    backends. There are never more than SIDE_READERS per process, whatever the number of requests; each connection is
+    kept no longer than DATABASE_CONN_MAX_AGE (checked before a read), and closed by `close`, and by its thread after a
+    failed read.
 
     Threads and connections belong to the process that started them: a forked child (a web or Celery worker forked
     from a parent that had read) starts its own and leaves the parent's alone (closing an inherited connection
@@ -53,6 +56,8 @@ class _SideReaders:
         side = connections[DEFAULT_DB_ALIAS]  # this thread's own connection
         with self._lock:
             self._opened.add(side)
+        if side.close_at is not None and time.monotonic() >= side.close_at:
+            side.close()  # kept no longer than a request's (DATABASE_CONN_MAX_AGE); the read opens a fresh one
         try:
             return read(side)
         except Exception:

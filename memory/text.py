@@ -12,6 +12,18 @@ import html
 import re
 from dataclasses import dataclass
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def text_refusal(text: str) -> str | None:
+    """Why `text` can be neither stored nor sent on, or None: a NUL character (PostgreSQL's text holds none) or a
+    lone surrogate (half of a UTF-16 pair: not Unicode, so not UTF-8). JSON can carry both (\\u0000, \\ud800)."""
+    if "\x00" in text:
+        return "contains a NUL character"
+    if _LONE_SURROGATE.search(text):
+        return "contains a lone surrogate (not valid Unicode)"
+    return None
+
 
 def word_set(words: str) -> frozenset[str]:
     """The whitespace-separated words of a string literal, as a set (long word lists stay readable)."""

@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    "memoryos_site",  # our commands: serve, and runserver (before staticfiles, whose runserver it extends)
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "django_htmx",
@@ -106,7 +107,6 @@ INSTALLED_APPS = [
     "dashboard",
     "api",
     "integrations",  # the MCP server and the OpenAI-compatible memory proxy
-    "memoryos_site",  # the project's own commands: serve
     "evaluation",  # tooling (locomo_eval, memory_bench); the product never imports it
 ]
 
@@ -122,6 +122,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "memoryos_site.routers.ConsoleReadsMiddleware",
+    "dashboard.masking.ConsoleMaskingMiddleware",  # last: it masks what the view rendered, before anything else
 ]
 
 # Content-Security-Policy (django-csp): scripts, styles, images and requests from the site itself only. Inline

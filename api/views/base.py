@@ -20,7 +20,9 @@ from api.access import Principal, principal_of
 from api.permissions import HasScope
 from memory.items import ITEM_KINDS
 from memory.models import Assistant, EndUser, ErasureReceipt, ExportJob, Tenant
+from memory.personal_data import mask_json
 from memory.services.audit import Actor
+from memory.services.personal_data import console_redactor
 
 T = TypeVar("T")
 
@@ -41,9 +43,24 @@ def get_or_not_found(selector: Callable[..., T], /, **lookup) -> T:
         raise NotFound(f"No such {NOT_FOUND.get(type(missing), 'object')}.") from None
 
 
+# Values that name things rather than say them: an operator needs them unmasked to ask for the thing again.
+IDENTIFIER_KEYS = frozenset({"user", "external_id", "assistant", "url", "next", "previous", "request_id"})
+
+
 class ApiView(generics.GenericAPIView):
     permission_classes = [HasScope]
     required_scopes: dict[str, str] = {}
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        """An operator's browser session reads memory as the console shows it: the tenant's mask-in-console personal
+        data masked (the audited reveal in the console is the way to the raw value). Tokens read what is stored."""
+        response = super().finalize_response(request, response, *args, **kwargs)
+        principal = getattr(request, "_memoryos_principal", None)  # set once the caller was authenticated
+        if principal is not None and principal.token is None and getattr(response, "data", None) is not None:
+            masker = console_redactor(tenant=principal.tenant)
+            if masker:
+                response.data = mask_json(response.data, masker, keep=IDENTIFIER_KEYS)
+        return response
 
     @property
     def principal(self) -> Principal:

@@ -8,7 +8,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers as drf
 from rest_framework import status
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, ParseError
 from rest_framework.response import Response
 
 from api import serializers
@@ -198,7 +198,10 @@ class UserImportView(ApiView):
     )
     def post(self, request, external_id: str):
         end_user = get_or_not_found(end_user_get, tenant=self.tenant, external_id=external_id)
-        if int(request.META.get("CONTENT_LENGTH") or 0) > settings.MEMORY_IMPORT_MAX_BYTES:
+        length = request.META.get("CONTENT_LENGTH") or "0"
+        if not (length.isascii() and length.isdigit()):
+            raise ParseError("Content-Length must be the body's size in bytes.")
+        if int(length) > settings.MEMORY_IMPORT_MAX_BYTES:
             raise PayloadTooLarge(f"The bundle is larger than {settings.MEMORY_IMPORT_MAX_BYTES} bytes.")
         data = self.valid(serializers.ImportIn)
         try:

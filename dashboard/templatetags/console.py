@@ -147,5 +147,8 @@ def legal_hold_of(end_user) -> LegalHold | None:
 
 @register.filter
 def masked(text: str, console) -> str:
-    """`text` as this operator may see it: the tenant's mask-in-console personal data masked, unless revealed."""
+    """`text` as this operator may see it: the tenant's mask-in-console personal data masked, unless revealed.
+
+    The whole response is masked anyway (dashboard.masking); this filter is for text about to be cut
+    (`|masked:console|truncatechars:90`): a value cut in half is no longer found there."""
     return console.mask(text) if console is not None else text

@@ -3,15 +3,13 @@ revealing masked values on a user's memory page (with a reason, audited)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from dashboard.console import actor_of, console_or_404, get_or_404, record_read, request_id_of
+from dashboard.console import actor_of, console_or_404, console_reveal, get_or_404, record_read, request_id_of
 from dashboard.forms import PersonalDataPolicyForm, ReasonForm
 from dashboard.views.users import user_case_context
 from memory.personal_data import CATEGORIES
@@ -95,7 +93,7 @@ def reveal(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse:
     except PolicyError as exc:
         messages.error(request, str(exc))
         return redirect("console:user", slug, end_user_id)
-    context = user_case_context(request, replace(console, revealed=True), end_user)
+    context = user_case_context(request, console_reveal(request, console), end_user)
     record_read(request, end_user, "user memory page (revealed)")
     response = render(request, "dashboard/user.html", context)
     response["Cache-Control"] = "no-store"

@@ -64,7 +64,7 @@ def user_case_context(request: HttpRequest, console: Console, end_user: EndUser)
     tab = case_tab(tab, query=query, can_govern=console.can_govern)
     context = {"console": console, "end_user": end_user, "spaces": spaces, "space": space, "form": form, "tab": tab}
     context["tabs"] = case_tabs(case_counts(end_user=end_user, space=space), can_govern=console.can_govern)
-    return context | tab_context(request, tab=tab, end_user=end_user, space=space, query=query)
+    return context | tab_context(request, console, tab=tab, end_user=end_user, space=space, query=query)
 
 
 @require_GET

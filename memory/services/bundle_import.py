@@ -138,10 +138,11 @@ def bundle_stage(*, end_user: EndUser, bundle: dict, actor: Actor, assistant_ext
 
     Raises BundleInvalid like memory_import. Staging the same bundle again reuses its row; staging another drops
     the user's earlier staged bundle. A staged bundle is personal data of the end user: erasure deletes it with
-    them, and memory_import_staged drops it once imported. It is kept with the tenant's do-not-store data redacted.
+    them, and memory_import_staged drops it once imported. It is kept with the tenant's do-not-store data redacted,
+    and without what the import never reads (the exporting installation's record of the user and its audit trail).
     """
     bundle_validate(bundle)
-    bundle = bundle_for_storage(bundle, redact=storage_redactor(tenant=end_user.tenant_id))
+    bundle = _importable_part(bundle_for_storage(bundle, redact=storage_redactor(tenant=end_user.tenant_id)), end_user)
     fingerprint = bundle_fingerprint(bundle)
     others = MemoryImport.objects.filter(end_user=end_user, status=ImportStatus.STAGED).exclude(fingerprint=fingerprint)
     others.delete()  # one bundle waits for confirmation per user: an abandoned dry run leaves no copy behind
@@ -157,6 +158,13 @@ def bundle_stage(*, end_user: EndUser, bundle: dict, actor: Actor, assistant_ext
         },
     )
     return staged
+
+
+def _importable_part(bundle: dict, end_user: EndUser) -> dict:
+    """The bundle as the import reads it: its memory, and the user it goes to named by this installation's id."""
+    parts = ("format", "schema_version", "memory", "profile_versions", "knowledge")
+    kept = {key: bundle[key] for key in parts if key in bundle}
+    return {**kept, "end_user": {"external_id": end_user.external_id}}
 
 
 def memory_import_staged(*, staged: MemoryImport, actor: Actor, request_id: str = "") -> ImportResult:

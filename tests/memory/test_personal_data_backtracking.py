@@ -1,5 +1,6 @@
-"""Tenant-supplied government-id patterns cannot hang a worker or a request: a pattern that backtracks
-catastrophically is refused when saved, and one that still runs out of time on a text fails closed, audited.
+"""Tenant-supplied government-id patterns cannot hang a worker or a request: they run on RE2, in linear time, and a
+pattern RE2 cannot run is refused when saved; one saved before that check runs on `regex` with a time limit, and
+fails closed, audited, when it runs out of time on a text.
 
 The pathological texts here would keep Python's `re` busy for longer than the universe has existed; each test runs
 under an alarm (`hangs_no_longer_than`) so that code without the timeout fails instead of hanging the suite.
@@ -29,7 +30,9 @@ from memory.services.personal_data import (
 )
 from tests import builders
 
-BACKTRACKING = r"(a|aa)+$"  # each run of a's splits 2^n ways before the "!" fails the match
+BACKTRACKING = r"(a|aa)+$"  # each run of a's splits 2^n ways before the "!" fails the match, on a backtracking engine
+# The same with a look-ahead, which RE2 cannot run: only a pattern saved before the check can be one
+LEGACY = r"(?=a)(a|aa)+$"
 TRAP = "a" * 60 + "!"
 
 
@@ -63,28 +66,34 @@ def stored_before_the_check(tenant, patterns: list[str]) -> None:
 
 
 @pytest.mark.parametrize("pattern", [r"(a+)+$", BACKTRACKING, r"(\w+\s?)+$"])
-def test_a_pattern_that_backtracks_catastrophically_is_refused_when_saved(pattern):
-    with hangs_no_longer_than(5), pytest.raises(InvalidPattern, match="catastrophic backtracking"):
+def test_a_pattern_that_would_backtrack_catastrophically_is_saved_and_runs_in_linear_time(pattern):
+    assert government_id_patterns_check([r"\d{9}", pattern]) == [r"\d{9}", pattern]
+
+    with hangs_no_longer_than(5):
+        assert Detector.configured(government_id_patterns=[pattern]).find(TRAP * 100) == []
+
+
+@pytest.mark.parametrize("pattern", [LEGACY, r"(a)\1", r"(?<!x)\d{9}"])
+def test_a_pattern_re2_cannot_run_is_refused_when_saved(pattern):
+    with pytest.raises(InvalidPattern, match="cannot be run in linear time"):
         government_id_patterns_check([r"\d{9}", pattern])
 
 
-def test_ordinary_patterns_pass_the_probes():
+def test_ordinary_patterns_are_saved():
     patterns = [r"\b\d{3}-\d{2}-\d{4}\b", r"\b[A-Z]{2}\d{6}[A-D]\b", r"\bP\d{7}(?:-\d)?\b"]
 
     assert government_id_patterns_check(patterns) == patterns
 
 
-def test_the_policy_refuses_a_backtracking_pattern_with_its_reason_and_saves_nothing(tenant):
-    with hangs_no_longer_than(5), pytest.raises(PolicyError, match=r"government id patterns: .*takes too long"):
-        personal_data_policy_update(
-            tenant=tenant, actor=Actor.system("t"), reason="r", government_id_patterns=[BACKTRACKING]
-        )
+def test_the_policy_refuses_a_pattern_re2_cannot_run_with_its_reason_and_saves_nothing(tenant):
+    with pytest.raises(PolicyError, match=r"government id patterns: .*cannot be run in linear time"):
+        personal_data_policy_update(tenant=tenant, actor=Actor.system("t"), reason="r", government_id_patterns=[LEGACY])
 
     assert not PersonalDataPolicy.objects.filter(tenant=tenant).exists()
 
 
 def test_a_pattern_that_times_out_withholds_only_the_lines_it_could_not_check():
-    detector = Detector.configured(government_id_patterns=[BACKTRACKING])
+    detector = Detector.configured(government_id_patterns=[LEGACY])
     text = f"Mail ann@example.com\n{TRAP}\nmy id is aa"
 
     with hangs_no_longer_than(5):
@@ -94,30 +103,30 @@ def test_a_pattern_that_times_out_withholds_only_the_lines_it_could_not_check():
 
 
 def test_a_withheld_line_wins_over_the_findings_inside_it():
-    detector = Detector.configured(government_id_patterns=[BACKTRACKING])
+    detector = Detector.configured(government_id_patterns=[LEGACY])
 
     with hangs_no_longer_than(5):
         findings = detector.find(f"ann@example.com {TRAP}")
 
-    assert [(f.category, f.timed_out_pattern) for f in findings] == [("government_id", BACKTRACKING)]
+    assert [(f.category, f.timed_out_pattern) for f in findings] == [("government_id", LEGACY)]
 
 
 def test_under_do_not_store_a_timed_out_line_is_never_stored_and_the_timeout_is_audited(
     space, tenant, django_capture_on_commit_callbacks
 ):
-    stored_before_the_check(tenant, [BACKTRACKING])
+    stored_before_the_check(tenant, [LEGACY])
 
     with hangs_no_longer_than(5), django_capture_on_commit_callbacks(execute=True):
         page = builders.turn(space, user_message=f"Booking ref below\n{TRAP}", assistant_reply="Noted.").page
 
     assert Page.objects.get(pk=page.pk).user_message == f"Booking ref below\n{WITHHELD_MASK}"
     entry = AuditEntry.objects.get(tenant=tenant, action="personal_data.pattern_timeout")
-    assert entry.detail == {"patterns": [BACKTRACKING], "withheld_characters": len(TRAP), "text_characters": 79}
+    assert entry.detail == {"patterns": [LEGACY], "withheld_characters": len(TRAP), "text_characters": 79}
     assert TRAP not in str(entry.detail)
 
 
 def test_a_text_a_pattern_times_out_on_is_held_for_review_as_sensitive(tenant):
-    stored_before_the_check(tenant, [BACKTRACKING])
+    stored_before_the_check(tenant, [LEGACY])
     PersonalDataPolicy.objects.filter(tenant=tenant).update(review_mode="review_sensitive")
 
     with hangs_no_longer_than(5):

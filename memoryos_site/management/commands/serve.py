@@ -22,6 +22,7 @@ from typing import IO
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connection
 
 from memory.management.demo import TENANT_SLUG, demo_logins
 from memory.models import Tenant
@@ -168,6 +169,7 @@ class Command(BaseCommand):
         ]
         if Tenant.objects.filter(slug=TENANT_SLUG).exists():
             lines.append(demo_logins(settings.DEMO_PASSWORD))
+        connection.close()  # this process only waits from now on; its connection would stay open until it exits
         self.stdout.write("\n".join(lines))
 
     def _stop(self, children: list[Child]) -> None:

@@ -1,0 +1,78 @@
+"""A do-not-store value is redacted before anything is written: the words of a console search in the audit log, a
+bundle staged by the console's import dry run, and values written to slip past a plain match (the published corpus
+tests/security/data/evasions.json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from memory.models import AuditEntry, MemoryImport
+from memory.personal_data import CATEGORIES, Detector
+from memory.services.audit import Actor
+from memory.services.personal_data import personal_data_policy_update, text_for_storage
+from tests import builders
+from tests.bundles import bundle_of
+
+EMAIL = "ann.lee@example.co.uk"
+CORPUS = json.loads((Path(__file__).parent / "data" / "evasions.json").read_text())["evasions"]
+
+
+def do_not_store(tenant, *categories: str) -> None:
+    values = dict.fromkeys(categories, "do_not_store")
+    personal_data_policy_update(tenant=tenant, actor=Actor.system("test"), reason="test", **values)
+
+
+def test_the_words_of_a_console_search_are_redacted_in_the_audit_log(client, tenant, agent_user, alice, assistant):
+    builders.page(builders.space_of(alice, assistant), user_message="Hello", assistant_reply="Hi")
+    do_not_store(tenant, "email")
+    client.force_login(agent_user)
+
+    assert client.get(f"/console/acme/users/{alice.pk}/", {"q": f"mail {EMAIL}"}).status_code == 200
+
+    read = AuditEntry.objects.filter(action="memory.read").latest("seq")
+    assert "search" in read.detail["what"] and "[email]" in read.detail["what"]
+    assert EMAIL not in json.dumps(list(AuditEntry.objects.values("reason", "detail")))
+
+
+def test_a_staged_import_holds_no_do_not_store_value_and_nothing_the_import_never_reads(
+    client, tenant, dpo_user, alice, bob, assistant
+):
+    space = builders.space_of(alice, assistant)
+    builders.page(space, user_message="Write to ann.lee (at) example dot com", assistant_reply="Noted.")
+    bundle = bundle_of(alice)
+    bundle["end_user"]["email"] = EMAIL
+    bundle["audit"] = [{"action": "memory.read", "reason": f"asked by {EMAIL}"}]
+    do_not_store(tenant, "email")
+    client.force_login(dpo_user)
+
+    upload = SimpleUploadedFile("export.json", json.dumps(bundle).encode())
+    response = client.post(f"/console/acme/users/{bob.pk}/import/", {"bundle": upload})
+
+    assert response.status_code == 200 and "Dry run" in response.content.decode()
+    staged = json.dumps(MemoryImport.objects.get(end_user=bob, status="staged").bundle)
+    assert EMAIL not in staged and "example dot com" not in staged and "[email]" in staged
+    assert "audit" not in MemoryImport.objects.get(end_user=bob).bundle
+
+
+@pytest.mark.parametrize("evasion", CORPUS, ids=[f"{e['category']}: {e['note']}" for e in CORPUS])
+def test_the_detector_finds_a_value_written_to_evade_it(evasion):
+    text, value = evasion["text"], evasion["value"]
+    start = text.index(value)
+
+    found = Detector().find(text)
+
+    assert any(f.category == evasion["category"] and f.start <= start and f.end >= start + len(value) for f in found)
+
+
+@pytest.mark.parametrize("evasion", CORPUS, ids=[f"{e['category']}: {e['note']}" for e in CORPUS])
+def test_an_evasive_value_is_not_stored(tenant, evasion):
+    do_not_store(tenant, *CATEGORIES)
+
+    stored = text_for_storage(tenant=tenant, text=evasion["text"])
+
+    before = evasion["text"][: evasion["text"].index(evasion["value"])]
+    assert evasion["value"] not in stored and stored.startswith(before)  # the rest of the text is kept
