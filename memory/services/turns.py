@@ -13,6 +13,7 @@ from django.utils import timezone
 from memory.models import Assistant, EndUser, MemorySpace, Page
 from memory.models.events import EventKind
 from memory.models.tiers import PageSource, ReplySource, Tier
+from memory.services.audit import Actor, audit_record
 from memory.services.events import event_record
 from memory.services.personal_data import storage_redactor
 
@@ -131,15 +132,18 @@ def turn_record(
 
 
 def stm_evict_overflow(space: MemorySpace) -> list[int]:
-    """Move the pages past STM capacity out of STM (caller holds the space lock); queue their updating."""
+    """Move the pages past STM capacity out of STM (caller holds the space lock); queue their updating.
+
+    While memory is paused they are deleted instead (audited as `page.paused_drop`), unless the end user is under
+    legal hold: then they stay in STM, past its capacity, and nothing is learnt from them; the first overflow after
+    the hold is released drops them all (still paused) or places them (resumed). Returns the ids that left STM.
+    """
     stm_ids = list(Page.objects.filter(space=space, tier=Tier.SHORT_TERM).order_by("-seq").values_list("id", flat=True))
     evicted = sorted(stm_ids[settings.MEMORY_STM_CAPACITY :])
     if not evicted:
         return []
     if space.paused:
-        Page.objects.filter(id__in=evicted).delete()
-        event_record(space=space, kind=EventKind.PAUSED_DROP, detail={"pages": len(evicted)})
-        return evicted
+        return _stm_paused_drop(space, evicted)
     Page.objects.filter(id__in=evicted).update(tier=Tier.MID_TERM)
     if not _placement_batch_ready(space, len(evicted)):
         return evicted  # the pages wait for company; past a lease the sweep places them anyway (jobs_requeue)
@@ -148,6 +152,23 @@ def stm_evict_overflow(space: MemorySpace) -> list[int]:
     newest = evicted[-1]
     transaction.on_commit(lambda: stm_overflow_task.delay(newest))
     return evicted
+
+
+def _stm_paused_drop(space: MemorySpace, page_ids: list[int]) -> list[int]:
+    """Delete pages that left a paused STM, audited, or keep them all while the end user is under legal hold."""
+    from memory.services.legal_hold import legal_hold_for_deletion  # it imports this module's write lock
+
+    if legal_hold_for_deletion(end_user_id=space.end_user_id) is not None:
+        event_record(space=space, kind=EventKind.HOLD_KEPT, detail={"paused_pages_kept": page_ids})
+        return []
+    Page.objects.filter(id__in=page_ids).delete()
+    event_record(space=space, kind=EventKind.PAUSED_DROP, detail={"pages": len(page_ids)})
+    audit_record(
+        tenant=space.tenant_id, actor=Actor.system("stm overflow"), action="page.paused_drop",
+        end_user=space.end_user, target_type="page", reason="memory is paused: pages leaving short-term memory",
+        detail={"removed_page_ids": page_ids},
+    )  # fmt: skip
+    return page_ids
 
 
 def _placement_batch_ready(space: MemorySpace, evicted: int) -> bool:
