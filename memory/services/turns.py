@@ -59,12 +59,18 @@ class TurnRecorded:
 
 
 def space_get_or_create(*, end_user: EndUser, assistant: Assistant) -> MemorySpace:
-    """The memory space of this (end user, assistant) pair; both must belong to one tenant."""
+    """The memory space of this (end user, assistant) pair; both must belong to one tenant.
+
+    The space holds the caller's end user and assistant: reading them later costs no query, and cannot fail with
+    DoesNotExist once an erasure has deleted the user's row under a chat in progress (the chat then answers as
+    the erasure's refusal, EndUserClosed, rather than a 500).
+    """
     if end_user.tenant_id != assistant.tenant_id:
         raise InvalidTurn("the end user and the assistant belong to different tenants")
     space, _ = MemorySpace.objects.get_or_create(
         end_user=end_user, assistant=assistant, defaults={"tenant_id": end_user.tenant_id}
     )
+    space.end_user, space.assistant = end_user, assistant
     return space
 
 
