@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from memory.models import EndUser, LegalHold
 from memory.services.audit import Actor, audit_lock, audit_record
-from memory.services.turns import EndUserClosed, end_user_write_lock  # turns reads holds lazily (no cycle)
+from memory.services.end_user_lock import EndUserClosed, end_user_write_lock
 
 MAX_REASON = 500
 

@@ -14,41 +14,27 @@ from memory.models import Assistant, EndUser, MemorySpace, Page
 from memory.models.events import EventKind
 from memory.models.tiers import PageSource, ReplySource, Tier
 from memory.services.audit import Actor, audit_record
+from memory.services.end_user_lock import EndUserClosed, end_user_closed_check, end_user_write_lock
 from memory.services.events import event_record
+from memory.services.legal_hold import legal_hold_for_deletion
 from memory.services.personal_data import storage_redactor
+
+# The write lock and its refusal live in end_user_lock (legal_hold needs them, and this module needs legal_hold);
+# callers have always imported them from here.
+__all__ = [
+    "EndUserClosed",
+    "InvalidTurn",
+    "TurnRecorded",
+    "end_user_closed_check",
+    "end_user_write_lock",
+    "space_get_or_create",
+    "stm_evict_overflow",
+    "turn_record",
+]
 
 
 class InvalidTurn(ValueError):
     """The turn cannot be stored as given; the message says why."""
-
-
-class EndUserClosed(Exception):
-    """Nothing more may be stored about this end user: deactivated, or `erased` (being erased or already gone)."""
-
-    def __init__(self, *, erased: bool) -> None:
-        super().__init__("the end user has been erased" if erased else "the end user is deactivated")
-        self.erased = erased
-
-
-def end_user_write_lock(end_user: EndUser, *, inactive_ok: bool = False) -> None:
-    """Take the per-user write lock (a row lock on the end user) inside the caller's transaction, or refuse.
-
-    Every write about an end user takes this lock first and erasure takes it exclusively (FOR UPDATE) before it
-    deletes, so a write either commits before an erasure starts deleting or is refused once it has begun: one lock
-    order (end user, then memory spaces in id order) for every writer, so they cannot deadlock. Raises
-    EndUserClosed when the end user is gone, or deactivated unless `inactive_ok`.
-    """
-    state = EndUser.objects.select_for_update(no_key=True).filter(pk=end_user.pk).values_list("is_active", flat=True)
-    active = next(iter(state), None)
-    if active is None or not (active or inactive_ok):
-        raise EndUserClosed(erased=active is None)
-
-
-def end_user_closed_check(end_user: EndUser, *, inactive_ok: bool = False) -> None:
-    """Raise EndUserClosed when the end user has been erased (or deactivated, unless `inactive_ok`) since read."""
-    active = EndUser.objects.filter(pk=end_user.pk).values_list("is_active", flat=True).first()
-    if active is None or not (active or inactive_ok):
-        raise EndUserClosed(erased=active is None)
 
 
 @dataclass(frozen=True)
@@ -162,8 +148,6 @@ def stm_evict_overflow(space: MemorySpace) -> list[int]:
 
 def _stm_paused_drop(space: MemorySpace, page_ids: list[int]) -> list[int]:
     """Delete pages that left a paused STM, audited, or keep them all while the end user is under legal hold."""
-    from memory.services.legal_hold import legal_hold_for_deletion  # it imports this module's write lock
-
     if legal_hold_for_deletion(end_user_id=space.end_user_id) is not None:
         event_record(space=space, kind=EventKind.HOLD_KEPT, detail={"paused_pages_kept": page_ids})
         return []
