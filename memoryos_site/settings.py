@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import os
 import re
 import secrets
@@ -85,6 +86,11 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+# The audit chain's HMAC key, kept outside the database so that write access to it cannot recompute the chain.
+# Derived from SECRET_KEY unless set: set it in production, or rotating SECRET_KEY stops the chain verifying.
+MEMORY_AUDIT_KEY = (
+    env_str("MEMORY_AUDIT_KEY") or hmac.new(SECRET_KEY.encode(), b"memoryos audit chain", "sha256").hexdigest()
+)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 

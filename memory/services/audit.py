@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -61,6 +63,11 @@ def content_digest(entry: AuditEntry) -> str:
     return hashlib.sha256(_canonical(content).encode()).hexdigest()
 
 
+def _mac(text: str) -> str:
+    """HMAC-SHA256 under MEMORY_AUDIT_KEY: the database holds no key, so write access to it cannot forge a hash."""
+    return hmac.new(settings.MEMORY_AUDIT_KEY.encode(), text.encode(), hashlib.sha256).hexdigest()
+
+
 def chain_hash(entry: AuditEntry) -> str:
     parts = [
         entry.prev_hash,
@@ -76,7 +83,20 @@ def chain_hash(entry: AuditEntry) -> str:
         entry.request_id,
         entry.content_digest,
     ]
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+    return _mac("|".join(parts))
+
+
+def tombstone_mac(entry: AuditEntry) -> str:
+    """What a tombstone kept (the actor's label, its emptied content), bound to the entry's own hash."""
+    kept = {
+        "erased": entry.erased,
+        "actor_label": entry.actor_label,
+        "reason": entry.reason,
+        "before": entry.before,
+        "after": entry.after,
+        "detail": entry.detail,
+    }
+    return _mac(f"tombstone|{entry.hash}|{_canonical(kept)}")
 
 
 def audit_record(
@@ -144,16 +164,7 @@ def audit_verify(*, tenant: Tenant) -> ChainReport:
     since = None
     for entry in AuditEntry.objects.filter(tenant=tenant).order_by("seq").iterator(chunk_size=2000):
         since = since or entry.created_at
-        expected_seq = anchored_after + checked + 1
-        problem = ""
-        if entry.seq != expected_seq:
-            problem = f"entry {expected_seq} is missing"
-        elif entry.prev_hash != previous:
-            problem = "its link to the previous entry is broken"
-        elif not entry.erased and content_digest(entry) != entry.content_digest:
-            problem = "its content was changed"
-        elif chain_hash(entry) != entry.hash:
-            problem = "its hash does not match its fields"
+        problem = _entry_problem(entry, expected_seq=anchored_after + checked + 1, previous=previous)
         if problem:
             return ChainReport(
                 ok=False,
@@ -166,6 +177,21 @@ def audit_verify(*, tenant: Tenant) -> ChainReport:
         previous = entry.hash
         checked += 1
     return ChainReport(ok=True, checked=checked, anchored_after=anchored_after, since=since)
+
+
+def _entry_problem(entry: AuditEntry, *, expected_seq: int, previous: str) -> str:
+    """What does not hold in one entry, or "": its place, its link, its content (or tombstone), its keyed hash."""
+    if entry.seq != expected_seq:
+        return f"entry {expected_seq} is missing"
+    if entry.prev_hash != previous:
+        return "its link to the previous entry is broken"
+    if entry.erased and entry.tombstone_mac != tombstone_mac(entry):
+        return "its tombstone was not made by erasure or was changed since"
+    if not entry.erased and (entry.tombstone_mac or content_digest(entry) != entry.content_digest):
+        return "its content was changed"
+    if chain_hash(entry) != entry.hash:
+        return "its hash does not match its fields"
+    return ""
 
 
 # The user's row (the lock an entry's foreign key takes when the transaction commits) first, then the chain: the
@@ -230,16 +256,32 @@ def audit_prune(*, tenant: Tenant, through_seq: int, actor: Actor, reason: str) 
     return removed
 
 
+TOMBSTONE_FIELDS = ["erased", "actor_label", "reason", "before", "after", "detail", "tombstone_mac"]
+
+
 def _tombstone(entries) -> int:
-    """Empty the content of `entries`, keeping digests so the chain verifies.
+    """Empty the content of `entries`, keeping digests so the chain verifies, and seal each with its tombstone MAC.
 
     An operator's or token's name is not the end user's data: it stays, so the tombstone still says who acted.
-    The end user's own label is emptied.
+    The end user's own label is emptied. The database lets an entry become a tombstone only in a transaction that
+    says it is tombstoning (`memoryos.audit_tombstone`, set here and nowhere else), and verification accepts only
+    tombstones whose MAC, which needs MEMORY_AUDIT_KEY, covers what they kept. Entries already tombstoned are
+    skipped (idempotent).
     """
     entries = entries.filter(erased=False)
-    content = {"erased": True, "reason": "", "before": None, "after": None, "detail": {}}
-    by_others = entries.exclude(actor_kind=ActorKind.END_USER).update(**content)
-    return by_others + entries.update(**content, actor_label="")
+    tombstones = []
+    for entry in entries.only("pk", "hash", "actor_kind", "actor_label"):
+        entry.erased, entry.reason, entry.before, entry.after, entry.detail = True, "", None, None, {}
+        entry.actor_label = "" if entry.actor_kind == ActorKind.END_USER else entry.actor_label
+        entry.tombstone_mac = tombstone_mac(entry)
+        tombstones.append(entry)
+    if not tombstones:
+        return 0
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL memoryos.audit_tombstone = 'on'")
+        changed = entries.bulk_update(tombstones, TOMBSTONE_FIELDS, batch_size=500)
+        cursor.execute("SET LOCAL memoryos.audit_tombstone = 'off'")
+    return changed
 
 
 def audit_tombstone_subject(*, tenant: Tenant, subject_id: int) -> int:
