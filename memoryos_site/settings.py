@@ -410,6 +410,7 @@ CACHES = {
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "memoryos"}
 }
 # Login throttling (memoryos_site/login_throttle.py), counted in the cache above.
+AUTHENTICATION_BACKENDS = ["memoryos_site.login_throttle.ThrottledModelBackend"]  # every login path, one lockout
 LOGIN_FAILURES_PER_ACCOUNT = env_int("LOGIN_FAILURES_PER_ACCOUNT", 5)
 LOGIN_FAILURES_PER_ADDRESS = env_int("LOGIN_FAILURES_PER_ADDRESS", 20)
 LOGIN_LOCKOUT_SECONDS = env_int("LOGIN_LOCKOUT_SECONDS", 900)
