@@ -95,7 +95,7 @@ def memory_import(
     Audited as `memory.import` with the counts and the bundle's fingerprint. The tenant's do-not-store personal
     data is redacted from every text before anything is fingerprinted, stored or embedded.
     """
-    bundle_validate(bundle)
+    bundle_validate(bundle, now=timezone.now())
     bundle = bundle_for_storage(bundle, redact=storage_redactor(tenant=end_user.tenant_id))
     fingerprint = bundle_fingerprint(bundle)
     if dry_run:
@@ -139,7 +139,7 @@ def bundle_stage(*, end_user: EndUser, bundle: dict, actor: Actor, assistant_ext
     the user's earlier staged bundle. A staged bundle is personal data of the end user: erasure deletes it with
     them, and memory_import_staged drops it once imported. It is kept with the tenant's do-not-store data redacted.
     """
-    bundle_validate(bundle)
+    bundle_validate(bundle, now=timezone.now())
     bundle = bundle_for_storage(bundle, redact=storage_redactor(tenant=end_user.tenant_id))
     fingerprint = bundle_fingerprint(bundle)
     others = MemoryImport.objects.filter(end_user=end_user, status=ImportStatus.STAGED).exclude(fingerprint=fingerprint)

@@ -18,6 +18,7 @@ from memory.services.end_user_lock import EndUserClosed, end_user_closed_check, 
 from memory.services.events import event_record
 from memory.services.legal_hold import legal_hold_for_deletion
 from memory.services.personal_data import storage_redactor
+from memory.timeframes import too_far_ahead
 
 # The write lock and its refusal live in end_user_lock (legal_hold needs them, and this module needs legal_hold);
 # callers have always imported them from here.
@@ -84,7 +85,8 @@ def turn_record(
 ) -> TurnRecorded:
     """Append one page to the pair's STM; pages past STM capacity leave it, oldest first.
 
-    Personal data the tenant's policy says not to store is redacted from both texts first.
+    Personal data the tenant's policy says not to store is redacted from both texts first. A turn dated more than
+    a day ahead of now is refused (InvalidTurn): it would never age out of memory.
     `reply_source` is SYSTEM when the reply is text the system generated without a model (the offline reply):
     the transcript keeps it, memory never uses it.
 
@@ -99,6 +101,10 @@ def turn_record(
         raise InvalidTurn("the assistant is deactivated")
     _checked_text("user_message", user_message)
     _checked_text("assistant_reply", assistant_reply)
+    if at is not None and timezone.is_naive(at):
+        at = timezone.make_aware(at)  # in TIME_ZONE, as the database would have read it
+    if at is not None and too_far_ahead(at, now=timezone.now()):
+        raise InvalidTurn(f"at is more than a day in the future ({at.isoformat()}); send the time the turn happened")
     redact = storage_redactor(tenant=end_user.tenant_id)  # the tenant's do-not-store data never reaches a table
     user_message, assistant_reply = redact(user_message), redact(assistant_reply)
     at = at or timezone.now()
