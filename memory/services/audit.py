@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -115,32 +116,60 @@ def audit_record(
 ) -> AuditEntry:
     """Append one entry to the tenant's chain, inside the caller's transaction (it rolls back with the action)."""
     tenant_id = tenant if isinstance(tenant, int) else tenant.pk
+    entry = AuditEntry(
+        tenant_id=tenant_id,
+        actor_kind=actor.kind,
+        actor_id=actor.id[:64],
+        actor_label=actor.label[:200],
+        action=action,
+        end_user=end_user,
+        subject_id=end_user.pk if end_user else None,
+        target_type=target_type,
+        target_id=target_id,
+        request_id=request_id[:64],
+        reason=reason,
+        before=_normalised(before),
+        after=_normalised(after),
+        detail=_normalised(detail or {}),
+    )
     with transaction.atomic():
-        audit_lock(tenant_id, end_user_id=end_user.pk if end_user else None)
-        last = AuditEntry.objects.filter(tenant_id=tenant_id).order_by("-seq").values("seq", "hash").first()
-        entry = AuditEntry(
-            tenant_id=tenant_id,
-            seq=(last["seq"] + 1) if last else 1,
-            created_at=timezone.now(),
-            actor_kind=actor.kind,
-            actor_id=actor.id[:64],
-            actor_label=actor.label[:200],
-            action=action,
-            end_user=end_user,
-            subject_id=end_user.pk if end_user else None,
-            target_type=target_type,
-            target_id=target_id,
-            request_id=request_id[:64],
-            reason=reason,
-            before=_normalised(before),
-            after=_normalised(after),
-            detail=_normalised(detail or {}),
-            prev_hash=last["hash"] if last else GENESIS,
-        )
-        entry.content_digest = content_digest(entry)
-        entry.hash = chain_hash(entry)
-        entry.save(force_insert=True)
+        audit_lock(tenant_id, end_user_ids=[end_user.pk] if end_user else ())
+        _chain_append(tenant_id, [entry])
     return entry
+
+
+def audit_record_many(
+    *, tenant_id: int, actor: Actor, action: str, end_user_ids: Iterable[int], detail: dict, request_id: str = ""
+) -> list[AuditEntry]:
+    """Append one entry per end user (the same action, actor and detail), in a constant number of queries whatever
+    their number: a read of a list that shows several users' memory is audited once per user."""
+    entries = [
+        AuditEntry(
+            tenant_id=tenant_id, actor_kind=actor.kind, actor_id=actor.id[:64], actor_label=actor.label[:200],
+            action=action, end_user_id=user_id, subject_id=user_id, request_id=request_id[:64],
+            detail=_normalised(detail),
+        )
+        for user_id in sorted(set(end_user_ids))
+    ]  # fmt: skip
+    if not entries:
+        return []
+    with transaction.atomic():
+        audit_lock(tenant_id, end_user_ids=[entry.subject_id for entry in entries])
+        _chain_append(tenant_id, entries)
+    return entries
+
+
+def _chain_append(tenant_id: int, entries: list[AuditEntry]) -> None:
+    """Number, date, link and hash `entries` after the chain's last entry, then insert them (under the chain lock)."""
+    last = AuditEntry.objects.filter(tenant_id=tenant_id).order_by("-seq").values("seq", "hash").first()
+    seq, previous = (last["seq"], last["hash"]) if last else (0, GENESIS)
+    now = timezone.now()
+    for entry in entries:
+        seq += 1
+        entry.seq, entry.created_at, entry.prev_hash = seq, now, previous
+        entry.content_digest = content_digest(entry)
+        entry.hash = previous = chain_hash(entry)
+    AuditEntry.objects.bulk_create(entries)
 
 
 @dataclass(frozen=True)
@@ -194,29 +223,34 @@ def _entry_problem(entry: AuditEntry, *, expected_seq: int, previous: str) -> st
     return ""
 
 
-# The user's row (the lock an entry's foreign key takes when the transaction commits) first, then the chain: the
-# subquery's count ends only once the row is locked, and the advisory lock is taken in the outer projection.
-USER_THEN_CHAIN_SQL = """
+# The users' rows (the locks an entry's foreign key takes when the transaction commits) first, in id order, then the
+# chain: the subquery's count ends only once the rows are locked, and the advisory lock is taken in the outer
+# projection.
+USERS_THEN_CHAIN_SQL = """
 SELECT pg_advisory_xact_lock(%s, %s)
-FROM (SELECT count(*) FROM (SELECT 1 FROM memory_enduser WHERE id = %s FOR KEY SHARE) AS row_lock) AS user_locked
+FROM (SELECT count(*) FROM (
+    SELECT 1 FROM memory_enduser WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE
+) AS row_lock) AS users_locked
 """
 
 
-def audit_lock(tenant_id: int, *, end_user_id: int | None = None) -> None:
+def audit_lock(tenant_id: int, *, end_user_ids: Iterable[int] = ()) -> None:
     """Serialise changes to the tenant's audit chain until the transaction ends: appending an entry, pruning, and
     placing a legal hold (so that a prune reads every hold placed before it, and a hold placed after it waits).
 
-    With `end_user_id`, the user's row is locked first (FOR KEY SHARE), in the same statement: the order every
-    writer takes them in (an erasure or a legal hold locks the user, then appends to the chain). An entry about a
-    user otherwise took the chain first and the user's row only at commit (its foreign key's check), and deadlocked
-    with an erasure of that user that waited for the chain (seen under load: a read answered 500).
+    With `end_user_ids`, those users' rows are locked first (FOR KEY SHARE, in id order), in the same statement:
+    the order every writer takes them in (an erasure or a legal hold locks the user, then appends to the chain).
+    An entry about a user otherwise took the chain first and the user's row only at commit (its foreign key's
+    check), and deadlocked with an erasure of that user that waited for the chain (seen under load: a read
+    answered 500).
     """
     chain = [AUDIT_LOCK_NAMESPACE, tenant_id % 2_147_483_647]
+    users = sorted(set(end_user_ids))
     with connection.cursor() as cursor:
-        if end_user_id is None:
+        if not users:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", chain)
         else:
-            cursor.execute(USER_THEN_CHAIN_SQL, [*chain, end_user_id])
+            cursor.execute(USERS_THEN_CHAIN_SQL, [*chain, users])
 
 
 @transaction.atomic
