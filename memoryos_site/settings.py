@@ -393,6 +393,8 @@ if EXPORT_LINK_TTL_HOURS < 1:
 MEMORY_IMPORT_MAX_BYTES = env_int("MEMORY_IMPORT_MAX_BYTES", 20 * 1024 * 1024)
 if MEMORY_IMPORT_MAX_BYTES < 1024:
     raise ImproperlyConfigured("MEMORY_IMPORT_MAX_BYTES must be at least 1024")
+# A bundle with more pages is imported in the background (a job with progress), not in the request.
+MEMORY_IMPORT_SYNC_PAGES = env_int("MEMORY_IMPORT_SYNC_PAGES", 300)
 
 # --- REST API (api/): tokens, rate limit, OpenAPI -----------------------------------------------------------------
 # Requests per token (or per operator session) and period (s, min, hour, day); empty: no limit.

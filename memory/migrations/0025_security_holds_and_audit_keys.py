@@ -1,6 +1,8 @@
 """Security findings of issue 29, part A.
 
 - A memory event kind, `hold_kept`: an automatic deletion a legal hold deferred.
+- Background imports of large bundles: a memory import may be queued, running or failed, with the actor and
+  request id of whoever asked, its progress, its worker's lease and attempts; it holds its bundle until it ends.
 - Audit tombstones only by the tombstoning service: the append-only guard lets an entry become a tombstone only in
   a transaction that set `memoryos.audit_tombstone` (memory.services.audit._tombstone), with a tombstone MAC.
 - The audit chain keyed: every tenant's chain is verified with the unkeyed SHA-256 it was written with, then
@@ -202,6 +204,63 @@ class Migration(migrations.Migration):
                     ("hold_kept", "Deletion deferred: the end user is under legal hold"),
                 ],
                 max_length=20,
+            ),
+        ),
+        migrations.RemoveConstraint(
+            model_name="memoryimport",
+            name="memory_import_keeps_no_bundle_once_done",
+        ),
+        migrations.AddField(
+            model_name="memoryimport",
+            name="actor",
+            field=models.JSONField(blank=True, default=dict),
+        ),
+        migrations.AddField(
+            model_name="memoryimport",
+            name="attempts",
+            field=models.IntegerField(default=0),
+        ),
+        migrations.AddField(
+            model_name="memoryimport",
+            name="error",
+            field=models.TextField(blank=True),
+        ),
+        migrations.AddField(
+            model_name="memoryimport",
+            name="lease_until",
+            field=models.DateTimeField(blank=True, null=True),
+        ),
+        migrations.AddField(
+            model_name="memoryimport",
+            name="progress",
+            field=models.IntegerField(default=0),
+        ),
+        migrations.AddField(
+            model_name="memoryimport",
+            name="request_id",
+            field=models.CharField(blank=True, max_length=64),
+        ),
+        migrations.AlterField(
+            model_name="memoryimport",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("staged", "Staged (dry run shown, not imported)"),
+                    ("queued", "Queued (a large bundle, imported in the background)"),
+                    ("running", "Importing"),
+                    ("failed", "Failed"),
+                    ("done", "Imported"),
+                ],
+                max_length=8,
+            ),
+        ),
+        migrations.AddConstraint(
+            model_name="memoryimport",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("status__in", ("staged", "queued", "running")), ("bundle__isnull", True), _connector="OR"
+                ),
+                name="memory_import_keeps_no_bundle_once_done",
             ),
         ),
     ]
