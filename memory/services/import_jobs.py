@@ -68,6 +68,33 @@ def memory_import_queue(
     return plan
 
 
+def memory_import_staged_queue(*, staged: MemoryImport, actor: Actor, request_id: str = "") -> MemoryImport | None:
+    """Queue the import of a bundle a console dry run staged (checked again first, as memory_import_queue does).
+
+    Raises what memory_import raises for a bundle it now refuses; the staged row stays then. Returns the queued
+    row, or None when the bundle was already imported for the user (the staged copy is dropped) or was confirmed
+    meanwhile by another request.
+    """
+    end_user = staged.end_user
+    plan = memory_import(
+        end_user=end_user, bundle=staged.bundle, actor=actor, assistant_external_id=staged.assistant_external_id,
+        dry_run=True,
+    )  # fmt: skip
+    rows = MemoryImport.objects.filter(pk=staged.pk, status=ImportStatus.STAGED)
+    with transaction.atomic():
+        end_user_write_lock(end_user)
+        if plan.already_imported:
+            rows.delete()
+            return None
+        queued = rows.update(
+            status=ImportStatus.QUEUED, requested_by=actor.label[:200], request_id=request_id[:64],
+            actor={"kind": actor.kind, "id": actor.id, "label": actor.label}, lease_until=lease_end(timezone.now()),
+        )  # fmt: skip
+        if queued:
+            _queue(staged.pk)
+    return MemoryImport.objects.get(pk=staged.pk) if queued else None
+
+
 def _queue(import_id: int) -> None:
     from memory.tasks import memory_import_run_task
 

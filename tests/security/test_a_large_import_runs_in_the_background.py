@@ -3,9 +3,11 @@ more than MEMORY_IMPORT_SYNC_PAGES pages is checked at once, then imported by th
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from memory.models import AuditEntry, ImportStatus, MemoryImport, Page
@@ -94,3 +96,25 @@ def test_an_import_refused_by_the_time_it_runs_fails_with_why_and_keeps_no_bundl
     assert failed.status == ImportStatus.FAILED and "already holds 1 pages" in failed.error
     assert failed.bundle is None
     assert globex.get(f"/api/v1/imports/{body['import_id']}/").json()["status"] == "failed"
+
+
+def test_the_console_queues_a_large_staged_bundle_and_shows_its_progress_then_the_import(
+    client, dpo_user, bob, bundle, django_capture_on_commit_callbacks
+):
+    client.force_login(dpo_user)
+    url = f"/console/acme/users/{bob.pk}/import/"
+    client.post(url, {"bundle": SimpleUploadedFile("export.json", json.dumps(bundle).encode())})
+    staged = MemoryImport.objects.get(end_user=bob, status=ImportStatus.STAGED)
+
+    with django_capture_on_commit_callbacks() as queued:
+        confirm = client.post(f"{url}{staged.pk}/")
+    assert confirm["Location"] == f"/console/acme/users/{bob.pk}/gdpr/"
+    page = client.get(confirm["Location"]).content.decode()
+    assert "Importing 12 pages in the background" in page and "Queued" in page
+    assert not Page.objects.filter(space__end_user=bob).exists()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        queued[0]()
+    assert MemoryImport.objects.get(pk=staged.pk).status == ImportStatus.DONE
+    assert Page.objects.filter(space__end_user=bob).count() == 12
+    assert AuditEntry.objects.filter(action="memory.import", actor_label="dpo-of-acme").count() == 1
