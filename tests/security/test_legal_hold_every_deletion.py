@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import ast
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +106,66 @@ def test_a_knowledge_drop_is_audited_with_the_facts_it_dropped(space, alice, set
     assert knowledge_enforce_capacity(space=space) == [facts[0].pk]
     entry = AuditEntry.objects.get(action="knowledge.drop")
     assert entry.detail["dropped_knowledge_ids"] == [facts[0].pk] and entry.subject_id == alice.pk
+
+
+# Every function of memory/services that deletes rows, and how a legal hold stops it: by calling the check itself,
+# through the callers that check (each named), or because what it deletes is not the end user's memory. A new
+# deleting function fails the test below until it is added here, with the check it goes through.
+HOLD_CHECKED = {
+    ("turns", "_stm_paused_drop"): "itself",
+    ("promotion", "knowledge_enforce_capacity"): "itself",
+    ("updating", "segment_evict"): ("updating", "segments_evict_past_capacity"),
+    ("gdpr", "_erase_locked"): "itself",
+    ("retention", "chat_replies_expire"): "itself",
+    ("forgetting", "plan_apply"): ("governance", "_forget_lock"),  # every forget service; pages_forget checks itself
+}
+NOT_A_HOLDS_BUSINESS = {
+    ("audit", "audit_prune"): "audit entries: the prune keeps every entry about a user under hold (it reads holds)",
+    ("bundle_import", "bundle_stage"): "a staged copy of a bundle, not memory yet",
+    ("bundle_import", "memory_import_staged"): "the staged copy, once imported",
+    ("import_jobs", "memory_import_staged_queue"): "the staged copy of a bundle already imported",
+    ("embedding_state", "embedding_state_set"): "the installation's embedding model row",
+    ("idempotency", "idempotent_request_release"): "a pending request record",
+    ("jobs", "_placements_requeue"): "job leases",
+    ("jobs", "job_done"): "job leases",
+    ("jobs", "job_forget"): "job leases",
+    ("retention", "retention_policy_delete"): "a tenant's policy",
+    ("personal_data", "_knowledge_merged"): "a fact folded into its identical twin, whose sources it keeps",
+    ("forgetting", "_plan_facts"): "a plan, applied by plan_apply",
+    ("forgetting", "_plan_profile_versions"): "a plan, applied by plan_apply",
+    ("forgetting", "_plan_records"): "a plan, applied by plan_apply",
+    ("forgetting", "_plan_segments"): "a plan, applied by plan_apply",
+    ("forgetting", "plan_pages_forget"): "a plan, applied by plan_apply",
+    ("forgetting", "plan_knowledge_forget"): "a plan, applied by plan_apply",
+    ("forgetting", "plan_profile_version_forget"): "a plan, applied by plan_apply",
+}
+SERVICES = Path(__file__).resolve().parents[2] / "memory" / "services"
+
+
+def deleting_functions() -> dict[tuple[str, str], str]:
+    """Each function of memory/services that calls `.delete()`, with its source."""
+    found = {}
+    for path in sorted(SERVICES.glob("*.py")):
+        source = path.read_text()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FunctionDef) and any(
+                isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "delete"
+                for call in ast.walk(node)
+            ):
+                found[(path.stem, node.name)] = ast.get_source_segment(source, node)
+    return found
+
+
+def function_source(module: str, name: str) -> str:
+    source = (SERVICES / f"{module}.py").read_text()
+    node = next(n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == name)
+    return ast.get_source_segment(source, node)
+
+
+def test_every_service_that_deletes_memory_goes_through_the_one_hold_check():
+    deleting = deleting_functions()
+    assert set(deleting) == set(HOLD_CHECKED) | set(NOT_A_HOLDS_BUSINESS)
+    for function, checked_by in HOLD_CHECKED.items():
+        checker = function_source(*checked_by) if isinstance(checked_by, tuple) else deleting[function]
+        assert "legal_hold_for_deletion(" in checker or "legal_hold_check(" in checker, (function, checked_by)
+    assert "legal_hold_for_deletion(" in function_source("legal_hold", "legal_hold_check")
