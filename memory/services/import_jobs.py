@@ -35,9 +35,15 @@ REFUSALS = (BundleInvalid, ImportRefused, EndUserClosed)
 
 
 def import_in_background(bundle: dict) -> bool:
-    """Whether the bundle holds more pages than an import in the request may take (MEMORY_IMPORT_SYNC_PAGES)."""
-    pages = sum(len(space.get("pages", [])) for space in bundle.get("memory", []) if isinstance(space, dict))
-    return pages > settings.MEMORY_IMPORT_SYNC_PAGES
+    """Whether the bundle holds more pages than an import in the request may take (MEMORY_IMPORT_SYNC_PAGES).
+
+    Read before validation: a malformed bundle counts what it can (the import refuses it with its first problem).
+    """
+    spaces = bundle.get("memory") if isinstance(bundle, dict) else None
+    if not isinstance(spaces, list):
+        return False
+    listed = [space.get("pages") for space in spaces if isinstance(space, dict)]
+    return sum(len(pages) for pages in listed if isinstance(pages, list)) > settings.MEMORY_IMPORT_SYNC_PAGES
 
 
 def memory_import_queue(

@@ -118,3 +118,10 @@ def test_the_console_queues_a_large_staged_bundle_and_shows_its_progress_then_th
     assert MemoryImport.objects.get(pk=staged.pk).status == ImportStatus.DONE
     assert Page.objects.filter(space__end_user=bob).count() == 12
     assert AuditEntry.objects.filter(action="memory.import", actor_label="dpo-of-acme").count() == 1
+
+
+@pytest.mark.parametrize("memory", [5, "many", [{"pages": 7}], [3, {"pages": "x"}]])
+def test_a_malformed_bundle_is_refused_with_its_first_problem_not_a_500(globex, bundle, stranger, memory):
+    response = globex.post(URL, {"bundle": {**bundle, "memory": memory}}, format="json")
+    assert response.status_code == 400, response.content
+    assert not MemoryImport.objects.exists()
