@@ -311,7 +311,7 @@ def _tombstone(entries) -> int:
         tombstones.append(entry)
     if not tombstones:
         return 0
-    with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:  # SET LOCAL needs a transaction
         cursor.execute("SET LOCAL memoryos.audit_tombstone = 'on'")
         changed = entries.bulk_update(tombstones, TOMBSTONE_FIELDS, batch_size=500)
         cursor.execute("SET LOCAL memoryos.audit_tombstone = 'off'")
