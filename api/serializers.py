@@ -581,3 +581,18 @@ class ImportOut(serializers.Serializer):
         child=serializers.IntegerField(), help_text="What the bundle holds but was not imported."
     )
     import_id = serializers.IntegerField(allow_null=True, help_text="The import's record (null for a dry run).")
+    status = serializers.CharField(
+        help_text="`done`, or `queued` for a large bundle imported in the background: poll GET /imports/{id}/."
+    )
+
+
+class ImportJobOut(serializers.Serializer):
+    import_id = serializers.IntegerField(source="pk")
+    user = serializers.CharField(source="end_user.external_id")
+    status = serializers.CharField(help_text="queued, running, done or failed (staged: a console dry run).")
+    progress = serializers.IntegerField(help_text="Percent done; 100 once done.")
+    fingerprint = serializers.CharField()
+    counts = serializers.DictField(child=serializers.IntegerField(), help_text="What was created, once done.")
+    error = serializers.CharField(help_text="Why it failed (empty otherwise).")
+    created_at = serializers.DateTimeField()
+    imported_at = serializers.DateTimeField(allow_null=True)

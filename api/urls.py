@@ -98,6 +98,7 @@ urlpatterns = [
     path("erasure-receipts/", governance.ErasureReceiptsView.as_view(), name="erasure-receipts"),
     path("erasure-receipts/<item_id:pk>/", governance.ErasureReceiptView.as_view(), name="erasure-receipt"),
     path("exports/<item_id:pk>/", governance.ExportView.as_view(), name="export"),
+    path("imports/<item_id:pk>/", governance.ImportView.as_view(), name="import"),
     path("exports/<item_id:pk>/download/", governance.ExportDownloadView.as_view(), name="export-download"),
     # Review of new long-term memory
     path("review/knowledge/", review.PendingKnowledgeView.as_view(), name="review-knowledge"),

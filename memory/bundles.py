@@ -18,6 +18,8 @@ from pathlib import Path
 from django.conf import settings
 from jsonschema import Draft202012Validator, FormatChecker
 
+from memory.timeframes import too_far_ahead
+
 SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "memory-bundle-1.schema.json"
 BUNDLE_FORMAT = "memoryos-export/1"
 SCHEMA_VERSION = 1
@@ -128,17 +130,18 @@ def timestamp(value: str) -> datetime:
     return parsed
 
 
-def bundle_validate(bundle: object) -> None:
+def bundle_validate(bundle: object, *, now: datetime) -> None:
     """Raise BundleInvalid for the first problem: the schema first, then references and this installation's limits.
 
     After it passes, every page, segment and fact can be written: ids are unique, each reference (a page's segment
-    and previous page, a fact's source pages) names an object of the bundle, and every text fits.
+    and previous page, a fact's source pages) names an object of the bundle, every text fits, and no page is
+    dated more than a day after `now` (memory.timeframes.too_far_ahead, as for a turn).
     """
     errors = sorted(Draft202012Validator(bundle_schema(), format_checker=FORMATS).iter_errors(bundle), key=_order)
     if errors:
         raise BundleInvalid(errors[0].json_path, errors[0].message)
     _text_check(bundle)
-    page_spaces = _spaces_check(bundle["memory"])
+    page_spaces = _spaces_check(bundle["memory"], now)
     _profile_check(bundle["profile_versions"])
     _knowledge_check(bundle["knowledge"], page_spaces)
 
@@ -166,7 +169,7 @@ def _text_check(bundle: dict) -> None:
                 raise BundleInvalid(path, "contains a lone surrogate, which is not text") from None
 
 
-def _spaces_check(spaces: list[dict]) -> dict[int, int]:
+def _spaces_check(spaces: list[dict], now: datetime) -> dict[int, int]:
     """Check each space's pages and segments; returns every page id with the index of its space."""
     page_spaces: dict[int, int] = {}
     assistants: set[str] = set()
@@ -183,6 +186,7 @@ def _spaces_check(spaces: list[dict]) -> dict[int, int]:
             segment_ids.add(segment["id"])
         own_segments = {segment["id"] for segment in space["segments"]}
         _pages_check(space["pages"], path, own_segments, page_spaces, index)
+        _pages_dated_check(space["pages"], path, now)
     return page_spaces
 
 
@@ -214,6 +218,12 @@ def _pages_check(pages: list[dict], path: str, segments: set[int], page_spaces: 
             if previous in previous_used:
                 raise BundleInvalid(f"{here}.previous_page_id", f"page {previous} already continues another chain")
             previous_used.add(previous)
+
+
+def _pages_dated_check(pages: list[dict], path: str, now: datetime) -> None:
+    for position, page in enumerate(pages):
+        if too_far_ahead(timestamp(page["at"]), now=now):
+            raise BundleInvalid(f"{path}.pages[{position}].at", "more than a day in the future")
 
 
 def _profile_check(versions: list[dict]) -> None:

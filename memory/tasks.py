@@ -12,6 +12,7 @@ from memory.embeddings import EmbeddingUnavailable
 from memory.models import Tenant
 from memory.services.forgetting import profile_rederive
 from memory.services.gdpr_export import export_build, exports_expire
+from memory.services.import_jobs import memory_import_run
 from memory.services.jobs import RETRY_DELAYS, jobs_requeue
 from memory.services.personal_data import personal_data_rescan
 from memory.services.promotion import segment_promote
@@ -68,6 +69,12 @@ def segment_visits_apply_task() -> int:
 def export_build_task(job_id: int) -> None:
     """Build one GDPR export bundle (a job already done, failed or expired is skipped)."""
     export_build(job_id=job_id)
+
+
+@shared_task(acks_late=True)
+def memory_import_run_task(import_id: int) -> None:
+    """Import one queued memory bundle (an import already done, failed or running elsewhere is skipped)."""
+    memory_import_run(import_id=import_id)
 
 
 @shared_task(acks_late=True)

@@ -1,4 +1,5 @@
-"""The time a question points at ("in May 2023", "on 13 October, 2023", "in June", "last week"), as a range.
+"""The time a question points at ("in May 2023", "on 13 October, 2023", "in June", "last week"), as a range, and
+how far ahead of now a stored turn may be dated.
 
 Pure functions of the text and `now`; no network, no model. A small parser rather than a general one: questions
 name months, days and years, or a few relative spans, and a wrong guess only costs a soft boost in retrieval.
@@ -97,3 +98,13 @@ def _resolve(kind: str, match: re.Match[str], now: datetime) -> TimeRange | None
         start = datetime(year, 1, 1, tzinfo=tz)
         return TimeRange(label=str(year), start=start, end=datetime(year + 1, 1, 1, tzinfo=tz))
     return TimeRange(label=datetime(2000, month, 1).strftime("%B"), month=month)
+
+
+# Clocks disagree by hours, not days: a turn dated further ahead is a mistake or an attack, and would never age
+# (retention removes pages by age, heat by recency).
+FUTURE_TOLERANCE = timedelta(days=1)
+
+
+def too_far_ahead(at: datetime, *, now: datetime) -> bool:
+    """Whether a turn dated `at` is more than FUTURE_TOLERANCE after `now`, and must be refused."""
+    return at > now + FUTURE_TOLERANCE

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import os
 import re
 import secrets
@@ -85,6 +86,11 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
+# The audit chain's HMAC key, kept outside the database so that write access to it cannot recompute the chain.
+# Derived from SECRET_KEY unless set: set it in production, or rotating SECRET_KEY stops the chain verifying.
+MEMORY_AUDIT_KEY = (
+    env_str("MEMORY_AUDIT_KEY") or hmac.new(SECRET_KEY.encode(), b"memoryos audit chain", "sha256").hexdigest()
+)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -392,6 +398,8 @@ if EXPORT_LINK_TTL_HOURS < 1:
 MEMORY_IMPORT_MAX_BYTES = env_int("MEMORY_IMPORT_MAX_BYTES", 20 * 1024 * 1024)
 if MEMORY_IMPORT_MAX_BYTES < 1024:
     raise ImproperlyConfigured("MEMORY_IMPORT_MAX_BYTES must be at least 1024")
+# A bundle with more pages is imported in the background (a job with progress), not in the request.
+MEMORY_IMPORT_SYNC_PAGES = env_int("MEMORY_IMPORT_SYNC_PAGES", 300)
 
 # --- REST API (api/): tokens, rate limit, OpenAPI -----------------------------------------------------------------
 # Requests per token (or per operator session) and period (s, min, hour, day); empty: no limit.
@@ -409,6 +417,7 @@ CACHES = {
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "memoryos"}
 }
 # Login throttling (memoryos_site/login_throttle.py), counted in the cache above.
+AUTHENTICATION_BACKENDS = ["memoryos_site.login_throttle.ThrottledModelBackend"]  # every login path, one lockout
 LOGIN_FAILURES_PER_ACCOUNT = env_int("LOGIN_FAILURES_PER_ACCOUNT", 5)
 LOGIN_FAILURES_PER_ADDRESS = env_int("LOGIN_FAILURES_PER_ADDRESS", 20)
 LOGIN_LOCKOUT_SECONDS = env_int("LOGIN_LOCKOUT_SECONDS", 900)

@@ -3,9 +3,10 @@ from django.contrib.auth.views import LoginView
 from django.urls import include, path
 
 from dashboard.views.home import favicon
-from memoryos_site.login_throttle import ThrottledAuthenticationForm
+from memoryos_site.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 
 handler403 = "dashboard.views.home.permission_denied"
+admin.site.login_form = ThrottledAdminAuthenticationForm  # behind the same lockout as /accounts/login/
 
 urlpatterns = [
     path("accounts/login/", LoginView.as_view(authentication_form=ThrottledAuthenticationForm), name="login"),

@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 from api.access import Principal, principal_of
 from api.permissions import HasScope
 from memory.items import ITEM_KINDS
-from memory.models import Assistant, EndUser, ErasureReceipt, ExportJob, Tenant
+from memory.models import Assistant, EndUser, ErasureReceipt, ExportJob, MemoryImport, Tenant
 from memory.personal_data import mask_json
 from memory.services.audit import Actor
 from memory.services.personal_data import console_redactor
@@ -32,6 +32,7 @@ NOT_FOUND = {
     Assistant.DoesNotExist: "assistant",
     ExportJob.DoesNotExist: "export",
     ErasureReceipt.DoesNotExist: "erasure receipt",
+    MemoryImport.DoesNotExist: "import",
 } | {kind.model.DoesNotExist: kind.label for kind in ITEM_KINDS.values()}
 
 

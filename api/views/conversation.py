@@ -74,7 +74,7 @@ class TurnsView(ApiView):
                 source_ref=f"{self.actor.kind}:{self.actor.id}",
             )
         except InvalidTurn as exc:
-            raise _field_error(exc, ("user_message", "assistant_reply")) from None
+            raise _field_error(exc, ("user_message", "assistant_reply", "at")) from None
         body = {"page_id": recorded.page.pk, "queued_updating": recorded.queued_updating}
         return status.HTTP_201_CREATED, body, end_user
 

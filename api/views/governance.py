@@ -16,18 +16,20 @@ from api.exceptions import Conflict, Gone, PayloadTooLarge
 from api.serializers import ExternalIdField
 from api.views.base import ApiListView, ApiView, get_or_not_found
 from memory.bundles import BundleInvalid
-from memory.models import ActorKind, ExportJob, JobStatus
+from memory.models import ActorKind, ExportJob, ImportStatus, JobStatus
 from memory.selectors.governance import (
     audit_entry_list,
     erasure_receipt_get,
     erasure_receipt_list,
     export_job_get,
     export_job_list,
+    memory_import_get,
 )
 from memory.selectors.people import end_user_get
 from memory.services.bundle_import import ImportRefused, ImportResult, memory_import
 from memory.services.gdpr import user_erase
 from memory.services.gdpr_export import ExportUnavailable, export_file, export_request
+from memory.services.import_jobs import import_in_background, memory_import_queue
 
 DEFAULT_LEGAL_BASIS = "GDPR Art. 17 (right to erasure)"
 MAX_ID = 2**63 - 1
@@ -185,7 +187,9 @@ class UserImportView(ApiView):
     Pages keep their times, pins, locks, profile history and facts' source pages are kept, and every vector is
     computed again. A bundle that fails validation is refused whole (400) with its first problem's JSON path; memory
     that is paused or already holds pages is refused (409); a bundle already imported for the user changes nothing
-    (200, `already_imported`). Bodies past MEMORY_IMPORT_MAX_BYTES are refused (413) before they are read.
+    (200, `already_imported`). Bodies past MEMORY_IMPORT_MAX_BYTES are refused (413) before they are read. A bundle
+    of more than MEMORY_IMPORT_SYNC_PAGES pages is checked at once, then imported in the background: 202 with its
+    `import_id`; GET /imports/{id}/ says its status and progress.
     """
 
     required_scopes = {"POST": "govern"}
@@ -194,7 +198,7 @@ class UserImportView(ApiView):
     @extend_schema(
         operation_id="users_import",
         request=serializers.ImportIn,
-        responses={200: serializers.ImportOut, 201: serializers.ImportOut},
+        responses={200: serializers.ImportOut, 201: serializers.ImportOut, 202: serializers.ImportOut},
     )
     def post(self, request, external_id: str):
         end_user = get_or_not_found(end_user_get, tenant=self.tenant, external_id=external_id)
@@ -204,18 +208,37 @@ class UserImportView(ApiView):
         if int(length) > settings.MEMORY_IMPORT_MAX_BYTES:
             raise PayloadTooLarge(f"The bundle is larger than {settings.MEMORY_IMPORT_MAX_BYTES} bytes.")
         data = self.valid(serializers.ImportIn)
+        background = not data["dry_run"] and import_in_background(data["bundle"])
         try:
-            result = memory_import(
-                end_user=end_user, bundle=data["bundle"], actor=self.actor, assistant_external_id=data["assistant"],
-                dry_run=data["dry_run"], request_id=self.request_id,
-            )  # fmt: skip
+            result = self._import(end_user, data, background=background)
         except BundleInvalid as exc:
             problem = {"non_field_errors": [f"The bundle is refused: {exc}"], "bundle": [str(exc)]}
             raise drf.ValidationError(problem) from None
         except ImportRefused as exc:
             raise Conflict(f"Not imported: {exc}.", code="import_refused") from None
+        if background and not result.already_imported:
+            return Response(_import_body(result), status=202)
         created = not (result.dry_run or result.already_imported)
         return Response(_import_body(result), status=201 if created else 200)
+
+    def _import(self, end_user, data: dict, *, background: bool) -> ImportResult:
+        """Import now (or only say what it would create), or, for a large bundle, check it now and queue it."""
+        who = {"actor": self.actor, "assistant_external_id": data["assistant"], "request_id": self.request_id}
+        if background:
+            return memory_import_queue(end_user=end_user, bundle=data["bundle"], **who)
+        return memory_import(end_user=end_user, bundle=data["bundle"], dry_run=data["dry_run"], **who)
+
+
+class ImportView(ApiView):
+    """A memory import: a large bundle's import in the background (`progress` in percent) until it is done."""
+
+    required_scopes = {"GET": "govern"}
+    serializer_class = serializers.ImportJobOut
+
+    @extend_schema(operation_id="imports_read")
+    def get(self, request, pk: int):
+        job = get_or_not_found(memory_import_get, tenant=self.tenant, id=pk)
+        return Response(serializers.ImportJobOut(job).data)
 
 
 def _import_body(result: ImportResult) -> dict:
@@ -227,5 +250,6 @@ def _import_body(result: ImportResult) -> dict:
         "assistants": result.assistants,
         "skipped": result.skipped,
         "import_id": result.memory_import.pk if result.memory_import else None,
+        "status": result.memory_import.status if result.memory_import else ImportStatus.DONE,
     }
     return serializers.ImportOut(body).data

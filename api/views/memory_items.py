@@ -2,7 +2,8 @@
 
 Each can be listed, read, changed with PATCH (edit, pin, lock: whatever its kind supports, as memory.items says) and
 forgotten. Every change goes through the kind's update or forget service with a required reason, and is audited with
-the caller as actor.
+the caller as actor. Every read is audited too (`memory.read`, as the MCP tools and the console audit theirs): one
+entry per user whose memory a list's page of results shows, one for an item read.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from memory.selectors.items import (
     segment_list,
 )
 from memory.selectors.people import end_user_get
-from memory.services.governance import profile_edit
+from memory.services.governance import memory_read_record, memory_reads_record, profile_edit
 
 MAX_ID = 2**63 - 1
 DRY_RUN = OpenApiParameter(
@@ -78,7 +79,12 @@ class ItemView(ApiView):
         return get_or_not_found(self.kind.get, tenant=self.tenant, id=pk)
 
     def get(self, request, pk: int):
-        return Response(self.serializer_class(self.item(pk)).data)
+        item = self.item(pk)
+        memory_read_record(
+            actor=self.actor, end_user=item.end_user, what=f"api {self.kind.name}", target_type=self.kind.name,
+            target_id=item.pk, request_id=self.request_id,
+        )  # fmt: skip
+        return Response(self.serializer_class(item).data)
 
     def patch(self, request, pk: int):
         item = self.item(pk)
@@ -130,12 +136,28 @@ def _item_schema(prefix: str, out: type[Serializer], patch: type[Serializer]):
     )
 
 
+class MemoryListView(ApiListView):
+    """A list of memory items whose read is audited once per user the page of results shows."""
+
+    what: str  # in the audit entry: "api pages"
+
+    def paginate_queryset(self, queryset):
+        shown = super().paginate_queryset(queryset)
+        owners = [item.end_user.pk for item in (shown if shown is not None else queryset)]
+        memory_reads_record(
+            actor=self.actor, tenant_id=self.tenant.pk, end_user_ids=owners, what=self.what,
+            request_id=self.request_id,
+        )  # fmt: skip
+        return shown
+
+
 # --- Pages ------------------------------------------------------------------------------------------------------
 
 
-class PagesView(ApiListView):
+class PagesView(MemoryListView):
     """Pages (turns), newest first."""
 
+    what = "api pages"
     serializer_class = serializers.PageOut
     filters_class = PageFilter
 
@@ -160,9 +182,10 @@ class PageForgetView(ItemForgetView):
 # --- Segments ---------------------------------------------------------------------------------------------------
 
 
-class SegmentsView(ApiListView):
+class SegmentsView(MemoryListView):
     """Mid-term topic segments with their heat now, most recently changed first."""
 
+    what = "api segments"
     serializer_class = serializers.SegmentOut
     filters_class = SegmentFilter
 
@@ -190,15 +213,21 @@ class SegmentHeatView(ApiListView):
     serializer_class = serializers.HeatSampleOut
 
     def list_for(self, tenant, filters):
-        return heat_sample_list(segment=get_or_not_found(segment_get, tenant=tenant, id=self.kwargs["pk"]))
+        segment = get_or_not_found(segment_get, tenant=tenant, id=self.kwargs["pk"])
+        memory_read_record(
+            actor=self.actor, end_user=segment.end_user, what="api segment heat", target_type="segment",
+            target_id=segment.pk, request_id=self.request_id,
+        )  # fmt: skip
+        return heat_sample_list(segment=segment)
 
 
 # --- Knowledge --------------------------------------------------------------------------------------------------
 
 
-class KnowledgeListView(ApiListView):
+class KnowledgeListView(MemoryListView):
     """Knowledge entries (facts about the user and about what the assistant did), newest first."""
 
+    what = "api knowledge"
     serializer_class = serializers.KnowledgeOut
     filters_class = KnowledgeFilter
 
@@ -223,9 +252,10 @@ class KnowledgeForgetView(ItemForgetView):
 # --- Profile ----------------------------------------------------------------------------------------------------
 
 
-class ProfileVersionsView(ApiListView):
+class ProfileVersionsView(MemoryListView):
     """Profile versions, newest first per user (the newest is the current profile)."""
 
+    what = "api profile versions"
     serializer_class = serializers.ProfileVersionOut
     filters_class = ProfileFilter
 
@@ -257,6 +287,7 @@ class UserProfileView(ApiView):
     def get(self, request, external_id: str):
         end_user = get_or_not_found(end_user_get, tenant=self.tenant, external_id=external_id)
         current = profile_version_list(tenant=self.tenant, end_user=end_user).first()
+        memory_read_record(actor=self.actor, end_user=end_user, what="api profile", request_id=self.request_id)
         if current is None:
             raise NotFound("This user has no profile yet.")
         return Response(serializers.ProfileVersionOut(current).data)

@@ -26,6 +26,7 @@ from memory.selectors.people import assistant_list, end_user_get
 from memory.services.bundle_import import ImportRefused, bundle_stage, memory_import, memory_import_staged
 from memory.services.gdpr import receipt_verify, user_erase
 from memory.services.gdpr_export import ExportUnavailable, export_file, export_request
+from memory.services.import_jobs import import_in_background, memory_import_staged_queue
 from memory.services.legal_hold import LegalHoldActive, legal_hold_active
 from memory.services.turns import EndUserClosed
 
@@ -52,7 +53,7 @@ def user_gdpr(request: HttpRequest, slug: str, end_user_id: int) -> HttpResponse
     console = console_or_404(request, slug, Permission.GOVERN)
     end_user = get_or_404(end_user_get, tenant=console.tenant, id=end_user_id)
     jobs = export_job_list(tenant=console.tenant, end_user=end_user)[:EXPORTS_SHOWN]
-    imports = memory_import_list(tenant=console.tenant, end_user=end_user).filter(status=ImportStatus.DONE)
+    imports = memory_import_list(tenant=console.tenant, end_user=end_user).exclude(status=ImportStatus.STAGED)
     context = {"console": console, "end_user": end_user, "jobs": jobs, "imports": imports[:EXPORTS_SHOWN]}
     return render(request, "dashboard/user_gdpr.html", context)
 
@@ -190,6 +191,8 @@ def import_confirm(request: HttpRequest, slug: str, end_user_id: int, import_id:
     staged = get_or_404(
         memory_import_get, tenant=console.tenant, end_user=end_user, id=import_id, status=ImportStatus.STAGED
     )
+    if import_in_background(staged.bundle):
+        return _import_queue(request, slug, staged)
     try:
         result = memory_import_staged(staged=staged, actor=actor_of(request), request_id=request_id_of(request))
     except (BundleInvalid, ImportRefused, EndUserClosed) as exc:
@@ -199,4 +202,19 @@ def import_confirm(request: HttpRequest, slug: str, end_user_id: int, import_id:
         messages.info(request, "This bundle was already imported for this user; nothing changed.")
     else:
         messages.success(request, f"Imported {result.counts['pages']} pages and {result.counts['knowledge']} facts.")
+    return redirect("console:user_gdpr", slug, end_user.pk)
+
+
+def _import_queue(request: HttpRequest, slug: str, staged) -> HttpResponse:
+    """A large staged bundle goes to the worker; the user's GDPR page shows its progress."""
+    end_user, pages = staged.end_user, sum(len(space["pages"]) for space in staged.bundle["memory"])
+    try:
+        queued = memory_import_staged_queue(staged=staged, actor=actor_of(request), request_id=request_id_of(request))
+    except (BundleInvalid, ImportRefused, EndUserClosed) as exc:
+        messages.error(request, _refusal(exc))
+        return redirect("console:import_bundle", slug, end_user.pk)
+    if queued is None:
+        messages.info(request, "This bundle was already imported for this user; nothing changed.")
+    else:
+        messages.success(request, f"Importing {pages} pages in the background; its progress shows below.")
     return redirect("console:user_gdpr", slug, end_user.pk)

@@ -17,9 +17,11 @@ class ActorKind(models.TextChoices):
 class AuditEntry(models.Model):
     """Who did or read what to whose memory, when and why.
 
-    `hash` covers the entry's metadata, `content_digest` (a digest of reason, before, after, detail and the actor's
-    label) and the previous entry's hash. Erasure empties the content of entries about an erased user but keeps
-    the digests, so the chain still verifies and the tombstone says who, when and what kind of thing.
+    `hash` is an HMAC (keyed with MEMORY_AUDIT_KEY, which the database does not hold) of the entry's metadata,
+    `content_digest` (a digest of reason, before, after, detail and the actor's label) and the previous entry's
+    hash. Erasure empties the content of entries about an erased user but keeps the digests, so the chain still
+    verifies and the tombstone says who, when and what kind of thing; `tombstone_mac` (HMAC too) covers what a
+    tombstone kept, so only the tombstoning service can make one and nothing left in it can be rewritten.
     """
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="audit_entries")
@@ -40,6 +42,7 @@ class AuditEntry(models.Model):
     detail = models.JSONField(default=dict, blank=True)
     erased = models.BooleanField(default=False)
     content_digest = models.CharField(max_length=64)
+    tombstone_mac = models.CharField(max_length=64, blank=True)  # "" while the entry is live
     prev_hash = models.CharField(max_length=64)
     hash = models.CharField(max_length=64)
 

@@ -14,6 +14,7 @@ class EventKind(models.TextChoices):
     EVICTION = "eviction", "Segment evicted from mid-term memory"
     KNOWLEDGE_DROPPED = "knowledge_dropped", "Knowledge entry dropped (FIFO)"
     PAUSED_DROP = "paused_drop", "Page dropped while memory was paused"
+    HOLD_KEPT = "hold_kept", "Deletion deferred: the end user is under legal hold"
 
 
 class EventStatus(models.TextChoices):

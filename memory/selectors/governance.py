@@ -77,7 +77,10 @@ def memory_import_list(*, tenant: Tenant, end_user: EndUser) -> QuerySet[MemoryI
     return MemoryImport.objects.filter(tenant=tenant, end_user=end_user).defer("bundle").order_by("-created_at", "-id")
 
 
-def memory_import_get(*, tenant: Tenant, end_user: EndUser, id: int, status: str | None = None) -> MemoryImport:
-    """One import of `end_user` in `tenant` (only one with `status`, when given), with its end user."""
-    imports = MemoryImport.objects.select_related("end_user__tenant").filter(tenant=tenant, end_user=end_user)
+def memory_import_get(
+    *, tenant: Tenant, id: int, end_user: EndUser | None = None, status: str | None = None
+) -> MemoryImport:
+    """One import in `tenant` (only of `end_user`, only one with `status`, when given), with its end user."""
+    imports = MemoryImport.objects.select_related("end_user__tenant").filter(tenant=tenant)
+    imports = imports if end_user is None else imports.filter(end_user=end_user)
     return (imports if status is None else imports.filter(status=status)).get(pk=id)

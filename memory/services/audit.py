@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -61,6 +64,11 @@ def content_digest(entry: AuditEntry) -> str:
     return hashlib.sha256(_canonical(content).encode()).hexdigest()
 
 
+def _mac(text: str) -> str:
+    """HMAC-SHA256 under MEMORY_AUDIT_KEY: the database holds no key, so write access to it cannot forge a hash."""
+    return hmac.new(settings.MEMORY_AUDIT_KEY.encode(), text.encode(), hashlib.sha256).hexdigest()
+
+
 def chain_hash(entry: AuditEntry) -> str:
     parts = [
         entry.prev_hash,
@@ -76,7 +84,20 @@ def chain_hash(entry: AuditEntry) -> str:
         entry.request_id,
         entry.content_digest,
     ]
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+    return _mac("|".join(parts))
+
+
+def tombstone_mac(entry: AuditEntry) -> str:
+    """What a tombstone kept (the actor's label, its emptied content), bound to the entry's own hash."""
+    kept = {
+        "erased": entry.erased,
+        "actor_label": entry.actor_label,
+        "reason": entry.reason,
+        "before": entry.before,
+        "after": entry.after,
+        "detail": entry.detail,
+    }
+    return _mac(f"tombstone|{entry.hash}|{_canonical(kept)}")
 
 
 def audit_record(
@@ -95,32 +116,60 @@ def audit_record(
 ) -> AuditEntry:
     """Append one entry to the tenant's chain, inside the caller's transaction (it rolls back with the action)."""
     tenant_id = tenant if isinstance(tenant, int) else tenant.pk
+    entry = AuditEntry(
+        tenant_id=tenant_id,
+        actor_kind=actor.kind,
+        actor_id=actor.id[:64],
+        actor_label=actor.label[:200],
+        action=action,
+        end_user=end_user,
+        subject_id=end_user.pk if end_user else None,
+        target_type=target_type,
+        target_id=target_id,
+        request_id=request_id[:64],
+        reason=reason,
+        before=_normalised(before),
+        after=_normalised(after),
+        detail=_normalised(detail or {}),
+    )
     with transaction.atomic():
-        audit_lock(tenant_id, end_user_id=end_user.pk if end_user else None)
-        last = AuditEntry.objects.filter(tenant_id=tenant_id).order_by("-seq").values("seq", "hash").first()
-        entry = AuditEntry(
-            tenant_id=tenant_id,
-            seq=(last["seq"] + 1) if last else 1,
-            created_at=timezone.now(),
-            actor_kind=actor.kind,
-            actor_id=actor.id[:64],
-            actor_label=actor.label[:200],
-            action=action,
-            end_user=end_user,
-            subject_id=end_user.pk if end_user else None,
-            target_type=target_type,
-            target_id=target_id,
-            request_id=request_id[:64],
-            reason=reason,
-            before=_normalised(before),
-            after=_normalised(after),
-            detail=_normalised(detail or {}),
-            prev_hash=last["hash"] if last else GENESIS,
-        )
-        entry.content_digest = content_digest(entry)
-        entry.hash = chain_hash(entry)
-        entry.save(force_insert=True)
+        audit_lock(tenant_id, end_user_ids=[end_user.pk] if end_user else ())
+        _chain_append(tenant_id, [entry])
     return entry
+
+
+def audit_record_many(
+    *, tenant_id: int, actor: Actor, action: str, end_user_ids: Iterable[int], detail: dict, request_id: str = ""
+) -> list[AuditEntry]:
+    """Append one entry per end user (the same action, actor and detail), in a constant number of queries whatever
+    their number: a read of a list that shows several users' memory is audited once per user."""
+    entries = [
+        AuditEntry(
+            tenant_id=tenant_id, actor_kind=actor.kind, actor_id=actor.id[:64], actor_label=actor.label[:200],
+            action=action, end_user_id=user_id, subject_id=user_id, request_id=request_id[:64],
+            detail=_normalised(detail),
+        )
+        for user_id in sorted(set(end_user_ids))
+    ]  # fmt: skip
+    if not entries:
+        return []
+    with transaction.atomic():
+        audit_lock(tenant_id, end_user_ids=[entry.subject_id for entry in entries])
+        _chain_append(tenant_id, entries)
+    return entries
+
+
+def _chain_append(tenant_id: int, entries: list[AuditEntry]) -> None:
+    """Number, date, link and hash `entries` after the chain's last entry, then insert them (under the chain lock)."""
+    last = AuditEntry.objects.filter(tenant_id=tenant_id).order_by("-seq").values("seq", "hash").first()
+    seq, previous = (last["seq"], last["hash"]) if last else (0, GENESIS)
+    now = timezone.now()
+    for entry in entries:
+        seq += 1
+        entry.seq, entry.created_at, entry.prev_hash = seq, now, previous
+        entry.content_digest = content_digest(entry)
+        entry.hash = previous = chain_hash(entry)
+    AuditEntry.objects.bulk_create(entries)
 
 
 @dataclass(frozen=True)
@@ -144,16 +193,7 @@ def audit_verify(*, tenant: Tenant) -> ChainReport:
     since = None
     for entry in AuditEntry.objects.filter(tenant=tenant).order_by("seq").iterator(chunk_size=2000):
         since = since or entry.created_at
-        expected_seq = anchored_after + checked + 1
-        problem = ""
-        if entry.seq != expected_seq:
-            problem = f"entry {expected_seq} is missing"
-        elif entry.prev_hash != previous:
-            problem = "its link to the previous entry is broken"
-        elif not entry.erased and content_digest(entry) != entry.content_digest:
-            problem = "its content was changed"
-        elif chain_hash(entry) != entry.hash:
-            problem = "its hash does not match its fields"
+        problem = _entry_problem(entry, expected_seq=anchored_after + checked + 1, previous=previous)
         if problem:
             return ChainReport(
                 ok=False,
@@ -168,29 +208,49 @@ def audit_verify(*, tenant: Tenant) -> ChainReport:
     return ChainReport(ok=True, checked=checked, anchored_after=anchored_after, since=since)
 
 
-# The user's row (the lock an entry's foreign key takes when the transaction commits) first, then the chain: the
-# subquery's count ends only once the row is locked, and the advisory lock is taken in the outer projection.
-USER_THEN_CHAIN_SQL = """
+def _entry_problem(entry: AuditEntry, *, expected_seq: int, previous: str) -> str:
+    """What does not hold in one entry, or "": its place, its link, its content (or tombstone), its keyed hash."""
+    if entry.seq != expected_seq:
+        return f"entry {expected_seq} is missing"
+    if entry.prev_hash != previous:
+        return "its link to the previous entry is broken"
+    if entry.erased and entry.tombstone_mac != tombstone_mac(entry):
+        return "its tombstone was not made by erasure or was changed since"
+    if not entry.erased and (entry.tombstone_mac or content_digest(entry) != entry.content_digest):
+        return "its content was changed"
+    if chain_hash(entry) != entry.hash:
+        return "its hash does not match its fields"
+    return ""
+
+
+# The users' rows (the locks an entry's foreign key takes when the transaction commits) first, in id order, then the
+# chain: the subquery's count ends only once the rows are locked, and the advisory lock is taken in the outer
+# projection.
+USERS_THEN_CHAIN_SQL = """
 SELECT pg_advisory_xact_lock(%s, %s)
-FROM (SELECT count(*) FROM (SELECT 1 FROM memory_enduser WHERE id = %s FOR KEY SHARE) AS row_lock) AS user_locked
+FROM (SELECT count(*) FROM (
+    SELECT 1 FROM memory_enduser WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE
+) AS row_lock) AS users_locked
 """
 
 
-def audit_lock(tenant_id: int, *, end_user_id: int | None = None) -> None:
+def audit_lock(tenant_id: int, *, end_user_ids: Iterable[int] = ()) -> None:
     """Serialise changes to the tenant's audit chain until the transaction ends: appending an entry, pruning, and
     placing a legal hold (so that a prune reads every hold placed before it, and a hold placed after it waits).
 
-    With `end_user_id`, the user's row is locked first (FOR KEY SHARE), in the same statement: the order every
-    writer takes them in (an erasure or a legal hold locks the user, then appends to the chain). An entry about a
-    user otherwise took the chain first and the user's row only at commit (its foreign key's check), and deadlocked
-    with an erasure of that user that waited for the chain (seen under load: a read answered 500).
+    With `end_user_ids`, those users' rows are locked first (FOR KEY SHARE, in id order), in the same statement:
+    the order every writer takes them in (an erasure or a legal hold locks the user, then appends to the chain).
+    An entry about a user otherwise took the chain first and the user's row only at commit (its foreign key's
+    check), and deadlocked with an erasure of that user that waited for the chain (seen under load: a read
+    answered 500).
     """
     chain = [AUDIT_LOCK_NAMESPACE, tenant_id % 2_147_483_647]
+    users = sorted(set(end_user_ids))
     with connection.cursor() as cursor:
-        if end_user_id is None:
+        if not users:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", chain)
         else:
-            cursor.execute(USER_THEN_CHAIN_SQL, [*chain, end_user_id])
+            cursor.execute(USERS_THEN_CHAIN_SQL, [*chain, users])
 
 
 @transaction.atomic
@@ -230,16 +290,32 @@ def audit_prune(*, tenant: Tenant, through_seq: int, actor: Actor, reason: str) 
     return removed
 
 
+TOMBSTONE_FIELDS = ["erased", "actor_label", "reason", "before", "after", "detail", "tombstone_mac"]
+
+
 def _tombstone(entries) -> int:
-    """Empty the content of `entries`, keeping digests so the chain verifies.
+    """Empty the content of `entries`, keeping digests so the chain verifies, and seal each with its tombstone MAC.
 
     An operator's or token's name is not the end user's data: it stays, so the tombstone still says who acted.
-    The end user's own label is emptied.
+    The end user's own label is emptied. The database lets an entry become a tombstone only in a transaction that
+    says it is tombstoning (`memoryos.audit_tombstone`, set here and nowhere else), and verification accepts only
+    tombstones whose MAC, which needs MEMORY_AUDIT_KEY, covers what they kept. Entries already tombstoned are
+    skipped (idempotent).
     """
     entries = entries.filter(erased=False)
-    content = {"erased": True, "reason": "", "before": None, "after": None, "detail": {}}
-    by_others = entries.exclude(actor_kind=ActorKind.END_USER).update(**content)
-    return by_others + entries.update(**content, actor_label="")
+    tombstones = []
+    for entry in entries.only("pk", "hash", "actor_kind", "actor_label"):
+        entry.erased, entry.reason, entry.before, entry.after, entry.detail = True, "", None, None, {}
+        entry.actor_label = "" if entry.actor_kind == ActorKind.END_USER else entry.actor_label
+        entry.tombstone_mac = tombstone_mac(entry)
+        tombstones.append(entry)
+    if not tombstones:
+        return 0
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:  # SET LOCAL needs a transaction
+        cursor.execute("SET LOCAL memoryos.audit_tombstone = 'on'")
+        changed = entries.bulk_update(tombstones, TOMBSTONE_FIELDS, batch_size=500)
+        cursor.execute("SET LOCAL memoryos.audit_tombstone = 'off'")
+    return changed
 
 
 def audit_tombstone_subject(*, tenant: Tenant, subject_id: int) -> int:

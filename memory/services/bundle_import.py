@@ -47,7 +47,15 @@ from memory.services.turns import (
 from memory.services.updating import hot_segment_ids
 from memory.steps import get_steps
 
-__all__ = ["BundleInvalid", "ImportRefused", "ImportResult", "bundle_stage", "memory_import", "memory_import_staged"]
+__all__ = [
+    "BundleInvalid",
+    "ImportRefused",
+    "ImportResult",
+    "ImportTakenOver",
+    "bundle_stage",
+    "memory_import",
+    "memory_import_staged",
+]
 
 
 class ImportRefused(Exception):
@@ -84,6 +92,8 @@ def memory_import(
     assistant_external_id: str = "",
     dry_run: bool = False,
     request_id: str = "",
+    job: MemoryImport | None = None,
+    progress: Callable[[int], None] = lambda percent: None,
 ) -> ImportResult:
     """Import `bundle` into `end_user`'s memory, whole or not at all; with `dry_run`, only say what it would create.
 
@@ -95,8 +105,11 @@ def memory_import(
     Idempotent: a bundle whose memory was already imported for this user changes nothing (`already_imported`).
     Audited as `memory.import` with the counts and the bundle's fingerprint. The tenant's do-not-store personal
     data is redacted from every text before anything is fingerprinted, stored or embedded.
+    A background import (memory.services.import_jobs) passes its running `job`, which becomes the done record in
+    the same transaction (ImportTakenOver, rolling everything back, when another worker took it over), and a
+    `progress` callback that hears the percent done as spaces are written.
     """
-    bundle_validate(bundle)
+    bundle_validate(bundle, now=timezone.now())
     bundle = bundle_for_storage(bundle, redact=storage_redactor(tenant=end_user.tenant_id))
     fingerprint = bundle_fingerprint(bundle)
     if dry_run:
@@ -110,8 +123,8 @@ def memory_import(
         if done := _imported(end_user, fingerprint, dry_run=False):
             return done
         result, targets = _plan(end_user, bundle, fingerprint, assistant_external_id, dry_run=False)
-        _import(end_user, bundle, _spaces_open(end_user, targets), fingerprint)
-        result.memory_import = _record(end_user, fingerprint, assistant_external_id, result.counts, actor)
+        _import(end_user, bundle, _spaces_open(end_user, targets), fingerprint, progress)
+        result.memory_import = _record(end_user, fingerprint, assistant_external_id, result.counts, actor, job)
         audit_record(
             tenant=end_user.tenant_id,
             actor=actor,
@@ -141,7 +154,7 @@ def bundle_stage(*, end_user: EndUser, bundle: dict, actor: Actor, assistant_ext
     them, and memory_import_staged drops it once imported. It is kept with the tenant's do-not-store data redacted,
     and without what the import never reads (the exporting installation's record of the user and its audit trail).
     """
-    bundle_validate(bundle)
+    bundle_validate(bundle, now=timezone.now())
     bundle = _importable_part(bundle_for_storage(bundle, redact=storage_redactor(tenant=end_user.tenant_id)), end_user)
     fingerprint = bundle_fingerprint(bundle)
     others = MemoryImport.objects.filter(end_user=end_user, status=ImportStatus.STAGED).exclude(fingerprint=fingerprint)
@@ -334,10 +347,12 @@ def _spaces_open(end_user: EndUser, targets: list[_Space]) -> list[_Space]:
     return targets
 
 
-def _import(end_user: EndUser, bundle: dict, targets: list[_Space], fingerprint: str) -> None:
+def _import(end_user: EndUser, bundle: dict, targets: list[_Space], fingerprint: str, progress) -> None:
+    """Every space, then the facts and the profile; `progress` hears 20 to 90 percent as the spaces are written."""
     page_ids: dict[int, Page] = {}
-    for target in targets:
+    for index, target in enumerate(targets, start=1):
         page_ids |= _space_import(target, fingerprint)
+        progress(20 + 70 * index // len(targets))
     _knowledge_import(end_user, bundle, targets, page_ids)
     _profile_import(end_user, bundle["profile_versions"])
 
@@ -563,7 +578,20 @@ def _profile_import(end_user: EndUser, versions: list[dict]) -> None:
     _created_at_keep(ProfileVersion, created, {r["number"]: r.get("created_at") for r in rows})
 
 
-def _record(end_user: EndUser, fingerprint: str, assistant: str, counts: dict, actor: Actor) -> MemoryImport:
+class ImportTakenOver(Exception):
+    """Another worker took the background import over (this one's lease ran out): this run must store nothing."""
+
+
+def _record(
+    end_user: EndUser, fingerprint: str, assistant: str, counts: dict, actor: Actor, job: MemoryImport | None
+) -> MemoryImport:
+    """The import's record: a new done row, or the background `job` turned into it (fenced by its attempt)."""
+    if job is not None:
+        done = {"status": ImportStatus.DONE, "bundle": None, "fingerprint": fingerprint, "counts": counts}
+        running = MemoryImport.objects.filter(pk=job.pk, status=ImportStatus.RUNNING, attempts=job.attempts)
+        if not running.update(**done, progress=100, lease_until=None, imported_at=timezone.now()):
+            raise ImportTakenOver(f"import {job.pk} was taken over by another worker")
+        return MemoryImport.objects.get(pk=job.pk)
     return MemoryImport.objects.create(
         tenant_id=end_user.tenant_id,
         end_user=end_user,

@@ -20,7 +20,7 @@ from memory.models import (
     Segment,
 )
 from memory.models.tiers import KnowledgeKind, ProfileAuthor
-from memory.services.audit import Actor, audit_record
+from memory.services.audit import Actor, audit_record, audit_record_many
 from memory.services.embedding_state import embedder_for_store
 from memory.services.forgetting import (
     ForgetImpact,
@@ -349,6 +349,15 @@ def memory_read_record(
         detail={"what": what},
         request_id=request_id,
     )
+
+
+def memory_reads_record(*, actor: Actor, tenant_id: int, end_user_ids: list[int], what: str, request_id="") -> None:
+    """Audit one read of several users' memory (an API list): one `memory.read` entry per user, in a constant
+    number of queries."""
+    audit_record_many(
+        tenant_id=tenant_id, actor=actor, action="memory.read", end_user_ids=end_user_ids, detail={"what": what},
+        request_id=request_id,
+    )  # fmt: skip
 
 
 def reply_memory_record(*, space: MemorySpace, used: dict, actor: Actor, request_id: str = "") -> None:

@@ -21,7 +21,17 @@ from django.db import connection, transaction
 from django.db.models import F, Max, Q
 from django.utils import timezone
 
-from memory.models import ExportJob, JobKind, JobLease, JobStatus, Page, ProfileVersion, SegmentVisit
+from memory.models import (
+    ExportJob,
+    ImportStatus,
+    JobKind,
+    JobLease,
+    JobStatus,
+    MemoryImport,
+    Page,
+    ProfileVersion,
+    SegmentVisit,
+)
 from memory.models.tiers import Tier
 
 # Back-off after a failed run, by attempt (the same schedule as the tasks' retries): the sweep waits as long.
@@ -145,8 +155,21 @@ def jobs_requeue(*, now: datetime | None = None) -> dict[str, int]:
         JobKind.PROMOTION: _promotions_requeue(now),
         JobKind.REDERIVE: _rederivations_requeue(now),
         "export": _exports_requeue(now),
+        "import": _imports_requeue(now),
         "visits": _visits_requeue(now),
     }
+
+
+def _imports_requeue(now: datetime) -> int:
+    """Background imports whose message was lost (queued past their lease) or whose worker died (running past it)."""
+    from memory.tasks import memory_import_run_task
+
+    stale = Q(status=ImportStatus.QUEUED) | Q(status=ImportStatus.RUNNING)
+    ids = list(MemoryImport.objects.filter(stale, lease_until__lt=now).values_list("pk", flat=True))
+    for import_id in ids:
+        MemoryImport.objects.filter(pk=import_id, status=ImportStatus.QUEUED).update(lease_until=lease_end(now))
+        transaction.on_commit(lambda import_id=import_id: memory_import_run_task.delay(import_id))
+    return len(ids)
 
 
 def _placements_requeue(now: datetime) -> int:

@@ -1,5 +1,6 @@
-"""Legal holds: placing and releasing them (dpo and admin, with a reason, audited), and the check that makes
-forgetting, erasure and retention refuse while one is active."""
+"""Legal holds: placing and releasing them (dpo and admin, with a reason, audited), and the one check every path
+that deletes memory goes through: forgetting, erasure and retention refuse while a hold is active, and automatic
+deletions (STM overflow while paused, mid-term and knowledge capacity) keep the data instead."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from django.utils import timezone
 
 from memory.models import EndUser, LegalHold
 from memory.services.audit import Actor, audit_lock, audit_record
-from memory.services.turns import end_user_write_lock
+from memory.services.end_user_lock import EndUserClosed, end_user_write_lock
 
 MAX_REASON = 500
 
@@ -35,10 +36,23 @@ def legal_hold_active(*, end_user: EndUser) -> LegalHold | None:
     return LegalHold.objects.filter(end_user_id=end_user.pk, released_at__isnull=True).first()
 
 
+def legal_hold_for_deletion(*, end_user_id: int) -> LegalHold | None:
+    """The active hold that keeps the end user's memory from being deleted, or None: the one check every deleting
+    path goes through, by hand (forget, erasure, retention: `legal_hold_check`) or automatic (capacity, overflow).
+
+    Takes the user's write lock first (a no-op when the caller holds it), the lock placing a hold takes: a hold
+    placed before is seen, one placed meanwhile waits until this transaction ends. An erased user has no hold.
+    """
+    try:
+        end_user_write_lock(EndUser(pk=end_user_id), inactive_ok=True)
+    except EndUserClosed:
+        return None
+    return LegalHold.objects.filter(end_user_id=end_user_id, released_at__isnull=True).first()
+
+
 def legal_hold_check(*, end_user: EndUser, action: str) -> None:
-    """Raise LegalHoldActive when the end user is under hold. Call it under the user's write lock, so a hold placed
-    meanwhile (placing takes the same lock) is seen."""
-    hold = legal_hold_active(end_user=end_user)
+    """Raise LegalHoldActive when the end user is under hold (read as `legal_hold_for_deletion` reads it)."""
+    hold = legal_hold_for_deletion(end_user_id=end_user.pk)
     if hold is not None:
         raise LegalHoldActive(hold, action)
 

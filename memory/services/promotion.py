@@ -23,10 +23,12 @@ from memory.models import (
 from memory.models.events import EventKind, EventStatus
 from memory.models.integration import JobKind
 from memory.models.tiers import HeatEvent, KnowledgeKind
+from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
 from memory.services.heat_samples import heat_sample_record
 from memory.services.jobs import job_claim, job_done, job_forget, job_release, job_renew, lease_kept
+from memory.services.legal_hold import legal_hold_for_deletion
 from memory.services.personal_data import (
     personal_data_policy_get,
     redactor_for,
@@ -235,7 +237,29 @@ def _knowledge_add(
 
 
 def knowledge_enforce_capacity(*, space: MemorySpace) -> list[int]:
-    """FIFO per store: past capacity, drop the oldest entries that are neither pinned nor locked."""
+    """FIFO per store: past capacity, drop the oldest entries that are neither pinned nor locked (audited).
+
+    While the end user is under legal hold nothing is dropped (a `hold_kept` event says so): the stores stay past
+    capacity and the first promotion after the hold is released drops down to it.
+    """
+    dropped = _knowledge_past_capacity(space)
+    if not dropped:
+        return []
+    if legal_hold_for_deletion(end_user_id=space.end_user_id) is not None:
+        event_record(space=space, kind=EventKind.HOLD_KEPT, detail={"knowledge_past_capacity": dropped})
+        return []
+    KnowledgeEntry.objects.filter(id__in=dropped).delete()
+    event_record(space=space, kind=EventKind.KNOWLEDGE_DROPPED, detail={"dropped_knowledge_ids": dropped})
+    audit_record(
+        tenant=space.tenant_id, actor=Actor.system("knowledge capacity"), action="knowledge.drop",
+        end_user=space.end_user, target_type="knowledge", reason="a knowledge store past capacity: oldest first",
+        detail={"dropped_knowledge_ids": dropped},
+    )  # fmt: skip
+    return dropped
+
+
+def _knowledge_past_capacity(space: MemorySpace) -> list[int]:
+    """The entries FIFO would drop: per store, the oldest neither pinned nor locked, past capacity."""
     stores = [
         KnowledgeEntry.objects.filter(end_user_id=space.end_user_id, kind=KnowledgeKind.USER),
         KnowledgeEntry.objects.filter(
@@ -249,8 +273,5 @@ def knowledge_enforce_capacity(*, space: MemorySpace) -> list[int]:
             oldest = list(
                 store.filter(pinned=False, locked=False).order_by("created_at", "id").values_list("id", flat=True)
             )[:excess]
-            KnowledgeEntry.objects.filter(id__in=oldest).delete()
             dropped.extend(oldest)
-    if dropped:
-        event_record(space=space, kind=EventKind.KNOWLEDGE_DROPPED, detail={"dropped_knowledge_ids": dropped})
     return dropped

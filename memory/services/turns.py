@@ -13,41 +13,29 @@ from django.utils import timezone
 from memory.models import Assistant, EndUser, MemorySpace, Page
 from memory.models.events import EventKind
 from memory.models.tiers import PageSource, ReplySource, Tier
+from memory.services.audit import Actor, audit_record
+from memory.services.end_user_lock import EndUserClosed, end_user_closed_check, end_user_write_lock
 from memory.services.events import event_record
+from memory.services.legal_hold import legal_hold_for_deletion
 from memory.services.personal_data import storage_redactor
+from memory.timeframes import too_far_ahead
+
+# The write lock and its refusal live in end_user_lock (legal_hold needs them, and this module needs legal_hold);
+# callers have always imported them from here.
+__all__ = [
+    "EndUserClosed",
+    "InvalidTurn",
+    "TurnRecorded",
+    "end_user_closed_check",
+    "end_user_write_lock",
+    "space_get_or_create",
+    "stm_evict_overflow",
+    "turn_record",
+]
 
 
 class InvalidTurn(ValueError):
     """The turn cannot be stored as given; the message says why."""
-
-
-class EndUserClosed(Exception):
-    """Nothing more may be stored about this end user: deactivated, or `erased` (being erased or already gone)."""
-
-    def __init__(self, *, erased: bool) -> None:
-        super().__init__("the end user has been erased" if erased else "the end user is deactivated")
-        self.erased = erased
-
-
-def end_user_write_lock(end_user: EndUser, *, inactive_ok: bool = False) -> None:
-    """Take the per-user write lock (a row lock on the end user) inside the caller's transaction, or refuse.
-
-    Every write about an end user takes this lock first and erasure takes it exclusively (FOR UPDATE) before it
-    deletes, so a write either commits before an erasure starts deleting or is refused once it has begun: one lock
-    order (end user, then memory spaces in id order) for every writer, so they cannot deadlock. Raises
-    EndUserClosed when the end user is gone, or deactivated unless `inactive_ok`.
-    """
-    state = EndUser.objects.select_for_update(no_key=True).filter(pk=end_user.pk).values_list("is_active", flat=True)
-    active = next(iter(state), None)
-    if active is None or not (active or inactive_ok):
-        raise EndUserClosed(erased=active is None)
-
-
-def end_user_closed_check(end_user: EndUser, *, inactive_ok: bool = False) -> None:
-    """Raise EndUserClosed when the end user has been erased (or deactivated, unless `inactive_ok`) since read."""
-    active = EndUser.objects.filter(pk=end_user.pk).values_list("is_active", flat=True).first()
-    if active is None or not (active or inactive_ok):
-        raise EndUserClosed(erased=active is None)
 
 
 @dataclass(frozen=True)
@@ -58,12 +46,18 @@ class TurnRecorded:
 
 
 def space_get_or_create(*, end_user: EndUser, assistant: Assistant) -> MemorySpace:
-    """The memory space of this (end user, assistant) pair; both must belong to one tenant."""
+    """The memory space of this (end user, assistant) pair; both must belong to one tenant.
+
+    The space holds the caller's end user and assistant: reading them later costs no query, and cannot fail with
+    DoesNotExist once an erasure has deleted the user's row under a chat in progress (the chat then answers as
+    the erasure's refusal, EndUserClosed, rather than a 500).
+    """
     if end_user.tenant_id != assistant.tenant_id:
         raise InvalidTurn("the end user and the assistant belong to different tenants")
     space, _ = MemorySpace.objects.get_or_create(
         end_user=end_user, assistant=assistant, defaults={"tenant_id": end_user.tenant_id}
     )
+    space.end_user, space.assistant = end_user, assistant
     return space
 
 
@@ -98,7 +92,8 @@ def turn_record(
 ) -> TurnRecorded:
     """Append one page to the pair's STM; pages past STM capacity leave it, oldest first.
 
-    Personal data the tenant's policy says not to store is redacted from both texts first.
+    Personal data the tenant's policy says not to store is redacted from both texts first. A turn dated more than
+    a day ahead of now is refused (InvalidTurn): it would never age out of memory.
     `reply_source` is SYSTEM when the reply is text the system generated without a model (the offline reply):
     the transcript keeps it, memory never uses it.
 
@@ -112,6 +107,10 @@ def turn_record(
     if not assistant.is_active:
         raise InvalidTurn("the assistant is deactivated")
     turn_texts_check(user_message=user_message, assistant_reply=assistant_reply)
+    if at is not None and timezone.is_naive(at):
+        at = timezone.make_aware(at)  # in TIME_ZONE, as the database would have read it
+    if at is not None and too_far_ahead(at, now=timezone.now()):
+        raise InvalidTurn(f"at is more than a day in the future ({at.isoformat()}); send the time the turn happened")
     redact = storage_redactor(tenant=end_user.tenant_id)  # the tenant's do-not-store data never reaches a table
     user_message, assistant_reply = redact(user_message), redact(assistant_reply)
     at = at or timezone.now()
@@ -137,15 +136,18 @@ def turn_record(
 
 
 def stm_evict_overflow(space: MemorySpace) -> list[int]:
-    """Move the pages past STM capacity out of STM (caller holds the space lock); queue their updating."""
+    """Move the pages past STM capacity out of STM (caller holds the space lock); queue their updating.
+
+    While memory is paused they are deleted instead (audited as `page.paused_drop`), unless the end user is under
+    legal hold: then they stay in STM, past its capacity, and nothing is learnt from them; the first overflow after
+    the hold is released drops them all (still paused) or places them (resumed). Returns the ids that left STM.
+    """
     stm_ids = list(Page.objects.filter(space=space, tier=Tier.SHORT_TERM).order_by("-seq").values_list("id", flat=True))
     evicted = sorted(stm_ids[settings.MEMORY_STM_CAPACITY :])
     if not evicted:
         return []
     if space.paused:
-        Page.objects.filter(id__in=evicted).delete()
-        event_record(space=space, kind=EventKind.PAUSED_DROP, detail={"pages": len(evicted)})
-        return evicted
+        return _stm_paused_drop(space, evicted)
     Page.objects.filter(id__in=evicted).update(tier=Tier.MID_TERM)
     if not _placement_batch_ready(space, len(evicted)):
         return evicted  # the pages wait for company; past a lease the sweep places them anyway (jobs_requeue)
@@ -154,6 +156,21 @@ def stm_evict_overflow(space: MemorySpace) -> list[int]:
     newest = evicted[-1]
     transaction.on_commit(lambda: stm_overflow_task.delay(newest))
     return evicted
+
+
+def _stm_paused_drop(space: MemorySpace, page_ids: list[int]) -> list[int]:
+    """Delete pages that left a paused STM, audited, or keep them all while the end user is under legal hold."""
+    if legal_hold_for_deletion(end_user_id=space.end_user_id) is not None:
+        event_record(space=space, kind=EventKind.HOLD_KEPT, detail={"paused_pages_kept": page_ids})
+        return []
+    Page.objects.filter(id__in=page_ids).delete()
+    event_record(space=space, kind=EventKind.PAUSED_DROP, detail={"pages": len(page_ids)})
+    audit_record(
+        tenant=space.tenant_id, actor=Actor.system("stm overflow"), action="page.paused_drop",
+        end_user=space.end_user, target_type="page", reason="memory is paused: pages leaving short-term memory",
+        detail={"removed_page_ids": page_ids},
+    )  # fmt: skip
+    return page_ids
 
 
 def _placement_batch_ready(space: MemorySpace, evicted: int) -> bool:

@@ -24,10 +24,12 @@ from memory.models.events import EventKind, EventStatus
 from memory.models.integration import JobKind
 from memory.models.tiers import HeatEvent, Tier
 from memory.retrieval import segment_candidates, segment_central_summary
+from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
 from memory.services.heat_samples import heat_sample_record, segment_visits_apply
 from memory.services.jobs import job_claim, job_done, job_release, job_renew, jobs_due, lease_kept
+from memory.services.legal_hold import legal_hold_for_deletion
 from memory.services.passages import page_passages_set, page_vectors_embed
 from memory.services.personal_data import steps_for_prompts
 from memory.step_types import ChainTopic, MemorySteps, StepFailed, TurnText
@@ -330,10 +332,15 @@ def _segment_refresh(segment: Segment, page: Page) -> dict:
 def segments_evict_past_capacity(*, space: MemorySpace, now: datetime) -> list[int]:
     """While the space holds more than MTM capacity segments, evict the unpinned one with the lowest heat.
 
-    One count when the space is within capacity; the segments' counters are read only when it is not.
+    One count when the space is within capacity; the segments' counters are read only when it is not. While the
+    end user is under legal hold nothing is evicted (a `hold_kept` event says so): the space stays past capacity
+    and the first placement after the hold is released evicts down to it. Each eviction is audited.
     """
     segments = Segment.objects.filter(space=space)
     if segments.count() <= settings.MEMORY_MTM_CAPACITY:
+        return []
+    if legal_hold_for_deletion(end_user_id=space.end_user_id) is not None:
+        event_record(space=space, kind=EventKind.HOLD_KEPT, detail={"segments_past_capacity": segments.count()})
         return []
     rows = list(segments.values("id", "n_visit", "l_interaction", "last_touched_at", "pinned"))
     excess = len(rows) - settings.MEMORY_MTM_CAPACITY
@@ -349,16 +356,17 @@ def segments_evict_past_capacity(*, space: MemorySpace, now: datetime) -> list[i
 
 
 def segment_evict(*, segment_id: int, heat: float, space: MemorySpace) -> None:
-    """Remove a segment with its pages and heat history, recording what was removed (not the content)."""
+    """Remove a segment with its pages and heat history, recording what was removed (not the content): an event
+    and an audit entry. The caller checked the legal hold (`segments_evict_past_capacity`)."""
     page_ids = list(Page.objects.filter(segment_id=segment_id).values_list("id", flat=True))
     Segment.objects.filter(pk=segment_id).delete()
-    event_record(
-        space=space,
-        kind=EventKind.EVICTION,
-        target_type="segment",
-        target_id=segment_id,
-        detail={"heat": round(heat, 4), "removed_page_ids": page_ids, "removed_pages": len(page_ids)},
-    )
+    detail = {"heat": round(heat, 4), "removed_page_ids": page_ids, "removed_pages": len(page_ids)}
+    event_record(space=space, kind=EventKind.EVICTION, target_type="segment", target_id=segment_id, detail=detail)
+    audit_record(
+        tenant=space.tenant_id, actor=Actor.system("mid-term capacity"), action="segment.evict",
+        end_user=space.end_user, target_type="segment", target_id=segment_id,
+        reason="mid-term memory past capacity: the coldest unpinned segment leaves", detail=detail,
+    )  # fmt: skip
 
 
 def hot_segment_ids(*, space_id: int, now: datetime, segment_ids: Iterable[int] | None = None) -> list[int]:

@@ -9,6 +9,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from django.utils import timezone
 
 from memory.bundles import BundleInvalid, bundle_parse
 from memory.models import AuditEntry, KnowledgeEntry, MemoryImport, Page, Segment
@@ -260,7 +261,7 @@ def test_the_export_names_its_schema_version_and_validates_against_the_schema(bu
     from memory.bundles import bundle_validate
 
     assert bundle["schema_version"] == 1
-    bundle_validate(bundle)
+    bundle_validate(bundle, now=timezone.now())
 
 
 def test_a_pause_the_user_chose_is_kept(bundle, stranger):

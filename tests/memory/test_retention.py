@@ -56,7 +56,8 @@ def _memory(end_user: EndUser, *, tag: str) -> dict:
     old_topic = builders.segment_with_pages(space, summary=f"{tag} gardening", messages=[f"I grow {tag} beans."] * 2)
     old_pages = list(old_topic.pages.order_by("seq"))
     learnt = builders.knowledge(end_user, text=f"The user grows {tag} beans", source_pages=old_pages)
-    recent_page = builders.page(space, user_message=f"I like {tag} tea.", at=RECENT)
+    recent_page = builders.page(space, user_message=f"I like {tag} tea.")
+    builders.backdate(recent_page, at=RECENT)  # recent at NOW, in the future: no turn may be recorded that far ahead
     old_fact = builders.knowledge(end_user, text=f"The user has a {tag} cat")
     recent_fact = builders.knowledge(end_user, text=f"The user likes {tag} tea")
     builders.backdate(recent_fact, created_at=RECENT)
