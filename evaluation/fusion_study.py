@@ -134,10 +134,10 @@ def recall(question: Question, pages: list[int]) -> float:
 
 
 GRID = {
-    "words_weight": (0.0, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0),
-    "date_weight": (0.0, 0.1, 0.2),
-    "neighbour_share": (0.8, 0.9),
-    "neighbour_floor": (0.2, 0.3, 0.4, 2.0),  # 2.0: no neighbour can pass (cosine ≤ 1)
+    "words_weight": (0.0, 0.3, 0.5, 0.7, 1.0, 1.5),
+    "date_weight": (0.0, 0.1, 0.2, 0.3),
+    "neighbour_share": (0.7, 0.8, 0.9),
+    "neighbour_floor": (0.1, 0.2, 0.3, 2.0),  # 2.0: no neighbour can pass (cosine ≤ 1)
 }
 TOLERANCE = 0.005  # a setting may fall this far below flat_rag on a set (a question in 200) and still be chosen
 
