@@ -14,9 +14,11 @@ from memory.services.api_tokens import api_token_create
 from memory.services.audit import Actor
 from memory.services.gdpr import user_erase
 from memory.services.gdpr_export import export_build, export_request
+from memory.services.import_jobs import memory_import_queue
 from memory.services.tenancy import end_user_create
 from tests import builders
 from tests.builders import T0
+from tests.bundles import bundle_of
 
 ALL_SCOPES = "read,write,govern"
 
@@ -129,6 +131,8 @@ def ids(memory, alice, tenant) -> dict:
     receipt = user_erase(end_user=gone, actor=Actor.system("test"), legal_basis="test", dry_run=False).receipt
     job = export_request(end_user=alice, actor=Actor.system("test"))
     export_build(job_id=job.pk)
+    newcomer = end_user_create(tenant=tenant, external_id="newcomer")
+    queued = memory_import_queue(end_user=newcomer, bundle=bundle_of(alice), actor=Actor.system("test"))
     return {
         "user": "alice",
         "assistant": "ava",
@@ -138,4 +142,5 @@ def ids(memory, alice, tenant) -> dict:
         "profile": memory.profile.pk,
         "receipt": receipt.pk,
         "export": job.pk,
+        "import": queued.memory_import.pk,
     }

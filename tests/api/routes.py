@@ -79,6 +79,7 @@ ROUTES = [
     Route("get", "erasure-receipts/{receipt}/", "govern"),
     Route("get", "exports/{export}/", "govern"),
     Route("get", "exports/{export}/download/", "govern"),
+    Route("get", "imports/{import}/", "govern"),
     Route("get", "review/knowledge/", "govern"),
     Route("post", "review/knowledge/{knowledge}/", "govern", {"decision": "approve"}),
     Route("get", "review/profile-versions/", "govern"),
