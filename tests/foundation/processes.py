@@ -129,3 +129,12 @@ def _forget_connections() -> None:
     for engine, _session in Channel._engines.values():
         engine.dispose()
     Channel._engines.clear()
+
+
+CONNECTION_NAMES = Path(__file__).parent / "connection_names"
+
+
+def connections_named(env: dict[str, str]) -> dict[str, str]:
+    """`env` for a child whose PostgreSQL connections say which process and thread opened them (application_name)."""
+    path = os.pathsep.join(p for p in (str(CONNECTION_NAMES), env.get("PYTHONPATH", "")) if p)
+    return {**env, "PYTHONPATH": path}
