@@ -27,9 +27,12 @@ from tests.api.conftest import make_token
 from tests.foundation.processes import (
     REPO,
     child_env,
+    connections_listed,
     connections_named,
+    connections_open,
     database_url_for_children,
     free_port,
+    steady_count,
     stop,
     wait_for,
 )
@@ -38,42 +41,11 @@ CHATS = 20
 SETTLE_SECONDS = 20  # the longest a connection may stay open after the last request ended
 
 
-def connections_open() -> int:
-    """Connections to this test database, other than this process's own."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
-        return cursor.fetchone()[0]
-
-
-def connections_listed() -> list[tuple]:
-    """Who holds each other connection to this test database and what it last ran, for the failure message."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT application_name, backend_start::time, state, left(query, 60) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY backend_start"
-        )
-        return cursor.fetchall()
-
-
 def broker_messages_waiting() -> int:
     """Tasks queued on the database broker that no worker has taken yet."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM kombu_message WHERE visible")
         return cursor.fetchone()[0]
-
-
-def steady_count(*, unchanged_for: float = 3, longest: float = 30) -> int:
-    """The connection count once it has not changed for `unchanged_for` seconds (or after `longest`)."""
-    deadline = time.monotonic() + longest
-    count, since = connections_open(), time.monotonic()
-    while time.monotonic() - since < unchanged_for and time.monotonic() < deadline:
-        time.sleep(0.5)
-        now = connections_open()
-        if now != count:
-            count, since = now, time.monotonic()
-    return count
 
 
 def call(url: str, token: str, body: dict) -> int:
