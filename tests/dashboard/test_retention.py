@@ -141,7 +141,9 @@ def test_a_dpo_places_and_releases_a_hold_from_the_user_page(client, dpo_user, a
     assert LegalHold.objects.get(end_user=alice).placed_by == dpo_user
     client.post(url, {"reason": "case settled", "release": "1"})
     assert LegalHold.objects.get(end_user=alice).released_at is not None
-    assert list(AuditEntry.objects.filter(target_type="legal_hold").values_list("action", flat=True)) == [
+    assert list(
+        AuditEntry.objects.filter(target_type="legal_hold").order_by("seq").values_list("action", flat=True)
+    ) == [
         "legal_hold.place",
         "legal_hold.release",
     ]
