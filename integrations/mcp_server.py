@@ -6,20 +6,26 @@ MEMORYOS_API_TOKEN environment variable), over HTTP the `Authorization: Bearer` 
 checked again on every call, so a revoked token stops working at once. The work itself is `integrations.tools`:
 the REST API's services and selectors, audited with the token as actor.
 
-The SDK runs synchronous tools in worker threads; each call closes database connections that are too old or broken
-before and after it, as Django does around a request.
+Tools are coroutines that hand their Django work to a few threads of this server's own (`DjangoThreads`), each with
+its own database connection, closed there when too old or broken before and after each call, as Django does around
+a request. The SDK would run a synchronous tool on one of anyio's worker threads (up to 40), which end after 10 s
+idle and leave their connection open until the garbage collector frees it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import json
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
-import anyio.to_thread
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
@@ -41,6 +47,56 @@ INSTRUCTIONS = (
 )
 T = TypeVar("T")
 ItemKind = Literal["page", "segment", "knowledge", "profile_version"]
+# Tool calls running at once per server (each holds a database connection while it runs, and keeps it for the next):
+# a chat waits on the model for seconds, a read takes milliseconds.
+DJANGO_THREADS = 8
+
+
+class DjangoThreads:
+    """A fixed pool of DJANGO_THREADS threads that run the tools' Django work, each on its own database connection,
+    kept for its next call no longer than DATABASE_CONN_MAX_AGE (checked before and after each call). Never more
+    connections than threads, whatever the number of calls; started on the first call."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._executor: ThreadPoolExecutor | None = None
+        self._opened: set[BaseDatabaseWrapper] = set()
+
+    async def run(self, work: Callable[[], T]) -> T:
+        """`work()` on one of the threads; the caller's event loop goes on meanwhile."""
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(DJANGO_THREADS, thread_name_prefix="mcp-django")
+            executor = self._executor
+        # the call's context variables go along, as anyio's threads take them (the SDK's request context)
+        context = contextvars.copy_context()
+        return await asyncio.wrap_future(executor.submit(context.run, self._within_connection, work))
+
+    def _within_connection(self, work: Callable[[], T]) -> T:
+        close_old_connections()
+        try:
+            return work()
+        finally:
+            close_old_connections()
+            with self._lock:
+                self._opened |= set(connections.all(initialized_only=True))
+
+    def close(self) -> None:
+        """Stop the threads and close their connections (a test's database is dropped only once none is open)."""
+        with self._lock:
+            executor, opened = self._executor, self._opened
+            self._executor, self._opened = None, set()
+        if executor is not None:
+            executor.shutdown(wait=True)
+        for wrapper in opened:
+            wrapper.inc_thread_sharing()  # its thread has stopped; closing from here is safe
+            try:
+                wrapper.close()
+            finally:
+                wrapper.dec_thread_sharing()
+
+
+django_threads = DjangoThreads()
 
 
 class Caller:
@@ -62,9 +118,13 @@ def _request_id(ctx: Context | None) -> str:
     return f"mcp-{ctx.request_id}" if ctx is not None else "mcp"
 
 
-def _run(caller: Caller, ctx: Context | None, scope: str, work: Callable[[Principal], T], error=ToolError) -> T:
-    """`work(principal)` for an authenticated caller holding `scope`; expected failures become `error(message)`."""
-    close_old_connections()
+async def _run(caller: Caller, ctx: Context | None, scope: str, work: Callable[[Principal], T], error=ToolError) -> T:
+    """`work(principal)` for an authenticated caller holding `scope`, on one of the server's Django threads;
+    expected failures become `error(message)`."""
+    return await django_threads.run(lambda: _authorised(caller, ctx, scope, work, error))
+
+
+def _authorised(caller: Caller, ctx: Context | None, scope: str, work: Callable[[Principal], T], error) -> T:
     try:
         return work(caller.principal(ctx, scope))
     except Exception as exc:
@@ -72,8 +132,6 @@ def _run(caller: Caller, ctx: Context | None, scope: str, work: Callable[[Princi
         if problem is None:
             raise
         raise error(problem.message) from None
-    finally:
-        close_old_connections()
 
 
 def build_server(*, token: str | None) -> MCPServer:
@@ -87,12 +145,12 @@ def build_server(*, token: str | None) -> MCPServer:
 
 def _add_tools(server: MCPServer, caller: Caller) -> None:
     @server.tool()
-    def memory_retrieve(
+    async def memory_retrieve(
         user: str, query: str, ctx: Context, assistant: str | None = None, record_visits: bool = True
     ) -> dict[str, Any]:
         """What memory holds for a query about `user`: latest turns, relevant earlier pages (ids, dates, scores),
         the profile and facts. The same result as POST /api/v1/retrieve/. Needs the read scope."""
-        return _run(
+        return await _run(
             caller,
             ctx,
             "read",
@@ -102,7 +160,7 @@ def _add_tools(server: MCPServer, caller: Caller) -> None:
         )
 
     @server.tool()
-    def memory_record_turn(
+    async def memory_record_turn(
         user: str,
         user_message: str,
         assistant_reply: str,
@@ -113,7 +171,7 @@ def _add_tools(server: MCPServer, caller: Caller) -> None:
     ) -> dict[str, Any]:
         """Store one turn that your agent generated (the user's message and your reply) in `user`'s memory.
         The user is created on first use. With idempotency_key, a retry stores nothing twice. Needs write."""
-        return _run(
+        return await _run(
             caller,
             ctx,
             "write",
@@ -129,24 +187,26 @@ def _add_tools(server: MCPServer, caller: Caller) -> None:
         )
 
     @server.tool()
-    def memory_chat(user: str, message: str, ctx: Context, assistant: str | None = None) -> dict[str, Any]:
+    async def memory_chat(user: str, message: str, ctx: Context, assistant: str | None = None) -> dict[str, Any]:
         """Send `message` as `user`; MemoryOS's assistant answers from memory and the turn is stored.
         Needs the write scope."""
-        return _run(
+        return await _run(
             caller, ctx, "write", lambda p: tools.memory_chat_tool(p, user=user, message=message, assistant=assistant)
         )
 
     @server.tool()
-    def profile_get(user: str, ctx: Context) -> dict[str, Any]:
+    async def profile_get(user: str, ctx: Context) -> dict[str, Any]:
         """The current profile of `user` (a short description built from their conversations). Needs read."""
-        return _run(caller, ctx, "read", lambda p: tools.profile_get_tool(p, user=user, request_id=_request_id(ctx)))
+        return await _run(
+            caller, ctx, "read", lambda p: tools.profile_get_tool(p, user=user, request_id=_request_id(ctx))
+        )
 
     @server.tool()
-    def memory_search(
+    async def memory_search(
         user: str, query: str, ctx: Context, assistant: str | None = None, limit: int = 10
     ) -> dict[str, Any]:
         """Full-text search over one user's pages (turns) and facts, best match first. Needs the read scope."""
-        return _run(
+        return await _run(
             caller,
             ctx,
             "read",
@@ -156,10 +216,12 @@ def _add_tools(server: MCPServer, caller: Caller) -> None:
         )
 
     @server.tool()
-    def memory_forget(kind: ItemKind, id: int, reason: str, ctx: Context, dry_run: bool = False) -> dict[str, Any]:
+    async def memory_forget(
+        kind: ItemKind, id: int, reason: str, ctx: Context, dry_run: bool = False
+    ) -> dict[str, Any]:
         """Forget one memory item (a page, segment, knowledge entry or profile version) and what was derived from
         it; `reason` is required and audited. With dry_run, only say what would be forgotten. Needs write."""
-        return _run(
+        return await _run(
             caller,
             ctx,
             "write",
@@ -171,16 +233,16 @@ def _add_tools(server: MCPServer, caller: Caller) -> None:
 
 def _add_resources(server: MCPServer, caller: Caller) -> None:
     @server.resource("memoryos://users/{user}/profile", mime_type="application/json")
-    def profile(user: str, ctx: Context) -> str:
+    async def profile(user: str, ctx: Context) -> str:
         """The user's current profile."""
         work = lambda p: tools.profile_get_tool(p, user=user, request_id=_request_id(ctx))  # noqa: E731
-        return json.dumps(_run(caller, ctx, "read", work, error=ResourceError))
+        return json.dumps(await _run(caller, ctx, "read", work, error=ResourceError))
 
     @server.resource("memoryos://users/{user}/knowledge", mime_type="application/json")
-    def knowledge(user: str, ctx: Context) -> str:
+    async def knowledge(user: str, ctx: Context) -> str:
         """Every fact remembered about the user, newest first."""
         work = lambda p: tools.knowledge_read(p, user=user, request_id=_request_id(ctx))  # noqa: E731
-        return json.dumps(_run(caller, ctx, "read", work, error=ResourceError))
+        return json.dumps(await _run(caller, ctx, "read", work, error=ResourceError))
 
 
 # --- Streamable HTTP ----------------------------------------------------------------------------------------------
@@ -200,7 +262,7 @@ class BearerRequired:
         self.app = app
 
     async def __call__(self, scope, receive, send) -> None:
-        if scope["type"] == "http" and not await anyio.to_thread.run_sync(self._valid, Headers(scope=scope)):
+        if scope["type"] == "http" and not await django_threads.run(lambda: self._valid(Headers(scope=scope))):
             body = json.dumps({"error": {"code": "invalid_api_key", "message": "A valid API token is required."}})
             response = Response(body, status_code=401, media_type="application/json")
             response.headers["WWW-Authenticate"] = 'Bearer realm="memoryos"'
@@ -210,13 +272,10 @@ class BearerRequired:
 
     @staticmethod
     def _valid(headers: Headers) -> bool:
-        close_old_connections()
         try:
             return api_token_authenticate(raw=bearer_token(headers.get("authorization"))) is not None
         except NotAuthenticated:
             return False
-        finally:
-            close_old_connections()
 
 
 def http_app(*, host: str = "127.0.0.1"):

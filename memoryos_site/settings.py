@@ -230,9 +230,13 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Redis redelivers an unacknowledged task after visibility_timeout. kombu's SQLAlchemy transport passes every
-# transport option to sqlalchemy.create_engine, which rejects that one, so it gets none.
+# transport option to sqlalchemy.create_engine instead, which rejects that one. Its engine (one per process) would
+# keep SQLAlchemy's default five broker connections open for good after parallel requests publish at once:
+# it keeps one, closes the others as they come back, and replaces it once older than DATABASE_CONN_MAX_AGE.
 CELERY_BROKER_TRANSPORT_OPTIONS = (
-    {} if CELERY_BROKER_URL.startswith("sqla+") else {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
+    {"pool_size": 1, "pool_recycle": DATABASE_CONN_MAX_AGE}
+    if CELERY_BROKER_URL.startswith("sqla+")
+    else {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
 )
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 # Every background job keeps its state and a lease in the database (memory.services.jobs): a worker renews its

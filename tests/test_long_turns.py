@@ -8,13 +8,11 @@ import dataclasses
 import json
 
 import anyio
-import anyio.to_thread
 import pytest
-from django.db import connections
 from django.test import Client
 from mcp.server.mcpserver.exceptions import ToolError
 
-from integrations.mcp_server import build_server
+from integrations.mcp_server import build_server, django_threads
 from memory.bundles import BundleInvalid
 from memory.embeddings import use_embedder
 from memory.llm import use_llm
@@ -121,21 +119,11 @@ def test_a_long_reply_through_the_proxy_is_stored_and_found_by_its_end(
 
 
 @pytest.fixture
-def mcp_threads_close_connections(transactional_db, monkeypatch):
-    """The SDK runs a tool in a worker thread, which opens its own database connection (so the test commits what
-    the tool must see): each closes it when the tool returns, so none outlives the test."""
-    run_sync = anyio.to_thread.run_sync
-
-    async def closing(function, *args, **options):
-        def call():
-            try:
-                return function(*args)
-            finally:
-                connections.close_all()
-
-        return await run_sync(call, **options)
-
-    monkeypatch.setattr(anyio.to_thread, "run_sync", closing)
+def mcp_threads_close_connections(transactional_db):
+    """The server runs a tool on one of its own threads, which opens its own database connection (so the test
+    commits what the tool must see): they are closed after the test, so none outlives it."""
+    yield
+    django_threads.close()
 
 
 def mcp_record_turn(token: str, **arguments):

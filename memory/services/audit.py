@@ -14,9 +14,15 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.models import ActorKind, AuditAnchor, AuditEntry, EndUser, LegalHold, Tenant
+from memory.personal_data import mask_json
+from memory.services.personal_data_policy import do_not_store_mask
 
 GENESIS = "0" * 64
 AUDIT_LOCK_NAMESPACE = 0x415544  # "AUD"
+# Detail values that are not masked: made by code, never a person (a hash must stay whole), or, for a read's `what`,
+# made by code around a person's words already masked with the console's stricter policy (dashboard/cases.py): the
+# reads an operator's every page records then cost no query for the policy.
+UNMASKED = frozenset({"prefix", "fingerprint", "receipt_hash", "anchor_hash", "expires_at", "what"})
 
 
 @dataclass(frozen=True)
@@ -114,8 +120,13 @@ def audit_record(
     detail: dict | None = None,
     request_id: str = "",
 ) -> AuditEntry:
-    """Append one entry to the tenant's chain, inside the caller's transaction (it rolls back with the action)."""
+    """Append one entry to the tenant's chain, inside the caller's transaction (it rolls back with the action).
+
+    Its free text (the reason, and the strings of before, after and detail) is stored with the tenant's
+    do-not-store personal data masked, before it is hashed: entries are append-only, so no re-scan could remove it
+    later. That costs one query when there is any text."""
     tenant_id = tenant if isinstance(tenant, int) else tenant.pk
+    reason, before, after, detail = _masked(tenant_id, reason, _normalised(before), _normalised(after), detail)
     entry = AuditEntry(
         tenant_id=tenant_id,
         actor_kind=actor.kind,
@@ -128,14 +139,35 @@ def audit_record(
         target_id=target_id,
         request_id=request_id[:64],
         reason=reason,
-        before=_normalised(before),
-        after=_normalised(after),
-        detail=_normalised(detail or {}),
+        before=before,
+        after=after,
+        detail=detail,
     )
     with transaction.atomic():
         audit_lock(tenant_id, end_user_ids=[end_user.pk] if end_user else ())
         _chain_append(tenant_id, [entry])
     return entry
+
+
+def _masked(tenant_id: int, reason: str, before, after, detail: dict | None) -> tuple:
+    """The entry's free text with the tenant's do-not-store categories masked (no query when there is none)."""
+    detail = _normalised(detail or {})
+    if not (reason or _has_text(before) or _has_text(after) or _has_text(detail)):
+        return reason, before, after, detail
+    mask = do_not_store_mask(tenant=tenant_id)
+    if mask is None:
+        return reason, before, after, detail
+    return (mask(reason), *(mask_json(value, mask, keep=UNMASKED) for value in (before, after, detail)))
+
+
+def _has_text(value) -> bool:
+    if isinstance(value, str):
+        return bool(value)
+    if isinstance(value, dict):
+        return any(_has_text(item) for key, item in value.items() if key not in UNMASKED)
+    if isinstance(value, list | tuple):
+        return any(_has_text(item) for item in value)
+    return False
 
 
 def audit_record_many(

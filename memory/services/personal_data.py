@@ -17,7 +17,6 @@ import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from functools import lru_cache
 
 from django.conf import settings
 from django.db import transaction
@@ -49,6 +48,7 @@ from memory.personal_data import (
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
 from memory.services.passages import page_passages_set, page_vectors_embed
+from memory.services.personal_data_policy import detector_for, personal_data_policy_get
 from memory.step_types import ChainTopic, Facts, MemorySteps, PromotionFindings, TurnText, Usage
 from memory.text import text_hash
 
@@ -58,23 +58,6 @@ SCAN_BATCH = 200
 
 class PolicyError(ValueError):
     """The policy change cannot be made as asked; the message says why."""
-
-
-def personal_data_policy_get(*, tenant: Tenant | int) -> PersonalDataPolicy:
-    """The tenant's policy, or (unsaved) the defaults when it has none: one query, no write."""
-    tenant_id = tenant if isinstance(tenant, int) else tenant.pk
-    policy = PersonalDataPolicy.objects.filter(tenant_id=tenant_id).first()
-    return policy or PersonalDataPolicy(tenant_id=tenant_id)
-
-
-@lru_cache(maxsize=256)
-def _detector(region: str, patterns: tuple[str, ...]) -> Detector:
-    return Detector.configured(region=region, government_id_patterns=patterns)
-
-
-def detector_for(policy: PersonalDataPolicy) -> Detector:
-    """The policy's detector (compiled once per region and set of patterns)."""
-    return _detector(policy.phone_region, tuple(policy.government_id_patterns))
 
 
 def findings_in(*, tenant_id: int | None, detector: Detector, text: str, categories=CATEGORIES) -> list[Finding]:

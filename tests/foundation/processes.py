@@ -129,3 +129,43 @@ def _forget_connections() -> None:
     for engine, _session in Channel._engines.values():
         engine.dispose()
     Channel._engines.clear()
+
+
+CONNECTION_NAMES = Path(__file__).parent / "connection_names"
+
+
+def connections_named(env: dict[str, str]) -> dict[str, str]:
+    """`env` for a child whose PostgreSQL connections say which process and thread opened them (application_name)."""
+    path = os.pathsep.join(p for p in (str(CONNECTION_NAMES), env.get("PYTHONPATH", "")) if p)
+    return {**env, "PYTHONPATH": path}
+
+
+def connections_open() -> int:
+    """Connections to this test database, other than this process's own."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
+
+
+def connections_listed() -> list[tuple]:
+    """Who holds each other connection to this test database and what it last ran, for the failure message."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT application_name, backend_start::time, state, left(query, 60) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() ORDER BY backend_start"
+        )
+        return cursor.fetchall()
+
+
+def steady_count(*, unchanged_for: float = 3, longest: float = 30) -> int:
+    """The connection count once it has not changed for `unchanged_for` seconds (or after `longest`)."""
+    deadline = time.monotonic() + longest
+    count, since = connections_open(), time.monotonic()
+    while time.monotonic() - since < unchanged_for and time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = connections_open()
+        if now != count:
+            count, since = now, time.monotonic()
+    return count
