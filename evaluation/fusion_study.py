@@ -13,12 +13,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from django.utils import timezone
 
 from evaluation import scoring
-from evaluation.locomo_eval import _conversation
+from evaluation.locomo_eval import EvalOptions, _conversation
 from memory.embeddings import Embedder
 from memory.models import MemorySpace, Tenant
 from memory.retrieval import DEFAULT, NEIGHBOUR_HITS, RetrievalConfig, channel_candidates
@@ -48,7 +49,7 @@ class Question:
 def questions_collect(*, set_name: str, tenant: Tenant, samples: list[dict], embedder: Embedder) -> list[Question]:
     """Every question of categories 1–4 with evidence, with its channels read from the ingested `tenant`."""
     collected = []
-    options = dataclasses.make_dataclass("Options", [("llm", str, "offline")])()
+    options = EvalOptions(data=Path(set_name), llm="offline")  # what `_conversation` reads: the offline reader
     now = timezone.now()
     for sample in samples:
         space = MemorySpace.objects.get(tenant=tenant, end_user__external_id=sample["sample_id"])
@@ -60,16 +61,15 @@ def questions_collect(*, set_name: str, tenant: Tenant, samples: list[dict], emb
             evidence = scoring.evidence_ids(qa.get("evidence", []))
             if int(qa["category"]) not in scoring.MAIN_CATEGORIES or not evidence:
                 continue
-            collected.append(_question(set_name, sample, qa, evidence, conversation, space, now, page_ids))
+            vector = embedder.embed([str(qa["question"])])[0]
+            collected.append(_question(set_name, sample, qa, evidence, conversation, vector, now, page_ids))
             collected[-1].by_seq, collected[-1].dia_ids = by_seq, dia_ids
     return collected
 
 
-def _question(set_name, sample, qa, evidence, conversation, space, now, page_ids) -> Question:
-    query = str(qa["question"])
-    vector = conversation_vector(conversation, query)
+def _question(set_name, sample, qa, evidence, conversation, vector, now, page_ids) -> Question:
     all_cosine = conversation.vectors @ vector
-    candidates, _ = channel_candidates(space=space, query=query, now=now)
+    candidates, _ = channel_candidates(space=conversation.space, query=str(qa["question"]), now=now)
     flat = [int(page_ids[i]) for i in np.argsort(-all_cosine, kind="stable")[:K]]
     return Question(
         set_name=set_name,
@@ -86,12 +86,6 @@ def _question(set_name, sample, qa, evidence, conversation, space, now, page_ids
         dia_ids={},
         flat=flat,
     )
-
-
-def conversation_vector(conversation, query: str) -> np.ndarray:
-    from memory.services.embedding_state import embedder_for_store
-
-    return embedder_for_store().embed([query])[0]
 
 
 def ranking(question: Question, config: RetrievalConfig) -> list[int]:

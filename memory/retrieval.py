@@ -266,13 +266,7 @@ def retrieve(
     += 1, last touch, heat sample). A question about something else heats nothing.
     """
     now = now or timezone.now()
-    run = _Retrieval(space, query, config or retrieval_config(), now)
-    first = _Batch()
-    run.read_memory(first)
-    if query.strip():
-        run.search(first)
-    first.run()
-    run.remember()
+    run = _searched(space, query, config or retrieval_config(), now)
     second = _Batch()
     if query.strip():
         run.rank(second)
@@ -289,16 +283,22 @@ def channel_candidates(
 ) -> tuple[list[_Candidate], RetrievalResult]:
     """What each page channel found for `query` before fusion (cosine, share of the query's IDF mass, date), and
     the first batch's result; for evaluating fusion weights without a round trip per setting. Reads only."""
-    run = _Retrieval(space, query, config or DEFAULT, now)
+    run = _searched(space, query, config or DEFAULT, now)
+    if run.config.knowledge_pages:
+        _fact_candidates(space, run.result, run.candidates)
+    return list(run.candidates.values()), run.result
+
+
+def _searched(space: MemorySpace, query: str, config: RetrievalConfig, now: datetime) -> _Retrieval:
+    """A retrieval whose first batch has run: memory that needs no search, segment scores, knowledge, channels."""
+    run = _Retrieval(space, query, config, now)
     first = _Batch()
     run.read_memory(first)
     if query.strip():
         run.search(first)
     first.run()
     run.remember()
-    if run.config.knowledge_pages:
-        _fact_candidates(space, run.result, run.candidates)
-    return list(run.candidates.values()), run.result
+    return run
 
 
 # --- Statements sent together -----------------------------------------------------------------------------------
