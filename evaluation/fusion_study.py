@@ -2,10 +2,11 @@
 
 For every question of every ingested set, the page channels are read once (`memory.retrieval.channel_candidates`:
 each candidate's cosine, share of the query's IDF mass, date match) together with every page's cosine and order;
-each setting of the weights is then scored in memory by the same `fused_score` the product uses, with the
-neighbour rule of `retrieve()`. Folds: leave one set out (choose on the others, score the one left out) and leave
-one conversation out within each set. The objective is robust on purpose: a setting is judged by its worst set's
-margin over flat_rag (recall@10, categories 1–4), then by the mean recall over sets.
+each setting of the weights is then scored in memory by `fused_score`'s formula (vectorised; the segment prior and
+the facts' pages off, as in the product's default) with the neighbour rule of `retrieve()`; a test checks that it
+ranks every question as `retrieve()` does. Folds: leave one set out (choose on the others, score the one left out)
+and leave one conversation out. A setting is chosen as the best mean recall@10 (categories 1–4) over the sets among
+those no more than TOLERANCE below flat_rag on any set (`Table.chosen`).
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from integrations import tools
 from integrations.access import NotAuthenticated, bearer_token, principal_for_token
 from integrations.errors import problem_of
 from memory.services.api_tokens import api_token_authenticate
+from memory.sql import stopped_threads_connections_close
 
 TOKEN_ENV = "MEMORYOS_API_TOKEN"
 SERVER_NAME = "memoryos"
@@ -88,12 +89,7 @@ class DjangoThreads:
             self._executor, self._opened = None, set()
         if executor is not None:
             executor.shutdown(wait=True)
-        for wrapper in opened:
-            wrapper.inc_thread_sharing()  # its thread has stopped; closing from here is safe
-            try:
-                wrapper.close()
-            finally:
-                wrapper.dec_thread_sharing()
+        stopped_threads_connections_close(opened)
 
 
 django_threads = DjangoThreads()

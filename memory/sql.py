@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from django.conf import settings
@@ -73,12 +73,17 @@ class _SideReaders:
                 return  # a parent's threads and connections
         if executor is not None:
             executor.shutdown(wait=True)
-        for side in opened:
-            side.inc_thread_sharing()  # its thread has stopped; closing from here is safe
-            try:
-                side.close()
-            finally:
-                side.dec_thread_sharing()
+        stopped_threads_connections_close(opened)
+
+
+def stopped_threads_connections_close(opened: Iterable[BaseDatabaseWrapper]) -> None:
+    """Close the connections of threads that have stopped (a pool shut down), from this thread."""
+    for wrapper in opened:
+        wrapper.inc_thread_sharing()  # its thread has stopped; closing from here is safe
+        try:
+            wrapper.close()
+        finally:
+            wrapper.dec_thread_sharing()
 
 
 side_readers = _SideReaders()
