@@ -1,6 +1,7 @@
 """Every domain model of MemoryOS: tenancy, the three memory tiers, and the record of what updating did."""
 
 from memory.models.audit import ActorKind, AuditEntry
+from memory.models.escalations import Escalation, EscalationState
 from memory.models.events import EmbeddingState, MemoryEvent
 from memory.models.imports import ImportStatus, MemoryImport
 from memory.models.integration import (
@@ -37,6 +38,8 @@ __all__ = [
     "EmbeddingState",
     "EndUser",
     "ErasureReceipt",
+    "Escalation",
+    "EscalationState",
     "ExportJob",
     "HeatSample",
     "IdempotentRequest",

@@ -166,6 +166,13 @@ class Page(models.Model):
     topic_embedding = HalfVectorField(null=True, blank=True)
     analysed = models.BooleanField(default=False)
     pinned = models.BooleanField(default=False)
+    # Marked outdated by a person (memory.services.validity): what it said stopped being true at `valid_to`; it stays
+    # readable as history and reaches a prompt only marked as earlier. `outdated_note` is the replacing value, if given.
+    valid_to = models.DateTimeField(null=True, blank=True)
+    outdated_note = models.TextField(blank=True)
+    # A reviewer rejected a fact this turn stated (memory.services.review): the turn stays readable as history but is
+    # never retrieved or quoted into a prompt, unless it is pinned (kept on purpose).
+    withheld = models.BooleanField(default=False)
     source = models.CharField(max_length=8, choices=PageSource.choices, default=PageSource.CHAT)
     source_ref = models.CharField(max_length=200, blank=True)
     source_meta = models.JSONField(default=dict, blank=True)
@@ -380,6 +387,17 @@ class KnowledgeEntry(models.Model):
     )
     pinned = models.BooleanField(default=False)
     locked = models.BooleanField(default=False)
+    # What the fact gives the value of ("drink", "home", "employer", "pet:dog"; memory.validity.Claim.slot), blank
+    # when it names none: a later fact of the same slot with another value replaces it.
+    slot = models.CharField(max_length=80, blank=True)
+    # When it became true (the time of the turn that said it) and, once replaced or marked outdated, when it stopped:
+    # a fact with `valid_to` is history ("used to: coffee, until 27 Nov"), never current memory.
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
+    outdated_note = models.TextField(blank=True)  # the replacing value a person gave when marking it outdated
     # pending and rejected facts never reach a prompt (memory.models.privacy.ReviewState)
     review_state = models.CharField(max_length=8, choices=ReviewState.choices, default=ReviewState.APPROVED)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -398,9 +416,18 @@ class KnowledgeEntry(models.Model):
                 nulls_distinct=False,
                 name="knowledge_not_stored_twice",
             ),
+            models.CheckConstraint(
+                condition=~models.Q(superseded_by=models.F("id")), name="knowledge_not_superseded_by_itself"
+            ),
         ]
         indexes = [
             models.Index(fields=["end_user", "kind", "created_at"], name="knowledge_owner_created"),
             # Retrieval reads a user's pinned facts on every turn: the few pinned, not all of the user's entries.
             models.Index(fields=["end_user"], condition=models.Q(pinned=True), name="knowledge_user_pinned"),
+            # promotion looks up the user's current fact of a slot before storing a new value of it
+            models.Index(
+                fields=["end_user", "slot"], condition=models.Q(valid_to__isnull=True) & ~models.Q(slot=""),
+                name="knowledge_current_slot",
+            ),
         ]
+

@@ -1,0 +1,188 @@
+"""What a statement gives the value of, so that a later statement of the same thing replaces it (pure, no database).
+
+A claim is (slot, value): "I now drink green tea" claims slot "drink" = "green tea"; "The user moved to Leeds" claims
+"home" = "leeds". Two claims of one slot with different values cannot both be current: the later one replaces the
+earlier (memory.services.validity for stored facts; memory.retrieval for retrieved turns). "I've given up coffee"
+claims that the slot "drink" no longer holds "coffee" (`ended`).
+
+The rule is deliberately narrow: a slot is a thing a person has one of at a time (where they live, their employer and
+job, their morning drink, their car, their diet, their name, a named pet, the date of a named trip, a favourite), and
+a statement claims it only in the first person ("I", "we", "my", "our") or about the user ("The user", "the user's",
+"you", "your"), never in a question. What the rule cannot read claims nothing, so it never replaces a fact wrongly by
+guessing; a model, when one is configured, names replaced facts itself (memory.llm_steps, PROMOTION_SYSTEM).
+Every pattern is linear: bounded repetitions, no nested quantifiers (tests/memory/test_validity.py times a hostile
+input).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from memory.text import split_sentences
+
+# Claims are read from the first part of a long text only: a statement of who someone is sits in a sentence, and a
+# 64,000-character turn should not cost a scan of every sentence on every retrieval.
+SCANNED_CHARS = 4000
+VALUE_MAX_CHARS = 60
+
+WHO = r"(?:i|we|the user|you)"
+WHOSE = r"(?:my|our|the user's|your)"
+# Words that may sit between the subject and the verb: "I've now", "we have just", "the user has finally".
+AUX = r"(?:'ve|'m|'re|'ll| have| has| am| is| are| will| had)?(?: (?:now|just|finally|recently|actually|also|since|already|officially|then)){0,2}"
+PLACE = r"(?P<value>[A-Z][\w'’.-]{1,30}(?:[ -](?:de |da |del |la |le |am |upon |on )?[A-Z][\w'’.-]{1,30}){0,3})"
+PHRASE = r"(?P<value>[^,.;:!?()\n]{2,60}?)"
+PHRASE_END = r"(?=\s*(?:[,.;:!?()\n]|$| and | but | because | since | so | which | instead| now\b| these days| at the moment| every\b| each\b| in the morning| first thing))"
+DRINKS = (
+    r"(?:coffee|tea|latte|cappuccino|espresso|flat white|americano|mocha|macchiato|matcha|chai|rooibos|cocoa|"
+    r"hot chocolate|juice|smoothie|kombucha|water|milk|yerba mate|decaf|cortado)"
+)
+DRINK_VALUE = r"(?P<value>(?:[\w'’-]{1,20} ){0,3}?" + DRINKS + r"(?: with (?-i:[a-z][\w'’-]{1,20}))?)"
+# "have" claims a drink only as a habit: "I have a matcha latte every morning", not "I have a coffee with Bob".
+HABIT = r"(?=[^.!?]{0,40}\b(?:every|each|mornings?|daily|usually|always|first thing|instead|now|these days)\b)"
+DATE_VALUE = (
+    r"(?P<value>(?:(?:the )?\d{1,2}(?:st|nd|rd|th)?(?: of)? [A-Z][a-z]{2,8}|[A-Z][a-z]{2,8} \d{1,2}(?:st|nd|rd|th)?|"
+    r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?)(?:,? \d{4})?)"
+)
+PETS = r"(?:dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|horse|tortoise|turtle|guinea pig|budgie|ferret|snake)"
+
+
+def _i(pattern: str) -> str:
+    """`pattern` matched without regard to case (names and places keep their case-sensitive groups)."""
+    return f"(?i:{pattern})"
+
+
+@dataclass(frozen=True)
+class _Rule:
+    slot: str  # may name a group: "pet:{kind}" takes the kind the statement names
+    pattern: re.Pattern[str]
+    ends: bool = False  # the statement says the slot no longer holds the value
+
+
+def _rule(slot: str, *parts: str, ends: bool = False) -> _Rule:
+    return _Rule(slot, re.compile("".join(parts)), ends)
+
+
+SUBJECT = _i(rf"\b{WHO}{AUX} ")
+RULES = (
+    # where they live
+    _rule("home", SUBJECT, _i(r"(?:live|lives|living|moved|move|moving|relocated|relocating|settled) (?:back )?(?:to|in) (?:the city of )?"), PLACE),
+    _rule("home", _i(rf"\b{WHOSE} (?:new )?(?:home|address|flat|apartment|house|place) is (?:now )?(?:in|at) "), PLACE),
+    _rule("home", _i(rf"\b{WHOSE} new (?:home|flat|apartment|house|place) in "), PLACE),
+    # who they work for, and as what
+    _rule("employer", SUBJECT, _i(r"(?:work|works|working|started|start|starting|joined|join|joining)(?: a new job| my new job| work)? (?:at|for) "), PLACE),
+    _rule("employer", _i(rf"\b{WHOSE} (?:new )?(?:job|employer|company) is (?:at |with )?"), PLACE),
+    _rule("occupation", SUBJECT, _i(r"(?:work|works|working|started|start|starting)(?: a new job)? as (?=an? )"), PHRASE, PHRASE_END),
+    _rule("occupation", _i(rf"\b{WHOSE} (?:new )?(?:job|role|position) is (?=an? )"), PHRASE, PHRASE_END),
+    _rule("occupation", _i(rf"\b{WHO}(?:'m| am| are| is| will be|'ll be) now (?=an? )"), PHRASE, PHRASE_END),
+    # their usual drink
+    _rule("drink", SUBJECT, _i(r"(?:drink|drinks|drinking|switched to|switch to|start my day with|start the day with|starts the day with) (?:a |an |my |some |only )?"), _i(DRINK_VALUE)),
+    _rule("drink", SUBJECT, _i(r"(?:have|has|having) (?:a |an |my |some |only )?"), _i(DRINK_VALUE), _i(HABIT)),
+    _rule("drink", _i(rf"\b{WHOSE} (?:morning |usual |daily |go-to )?(?:drink|beverage|coffee order) is (?:a |an |now )?"), _i(DRINK_VALUE)),
+    _rule("drink", SUBJECT, _i(r"(?:given up|gave up|give up|quit|stopped drinking|stop drinking|no longer drinks?|don't drink|do not drink|doesn't drink|does not drink) (?:on )?(?:the |my )?"), _i(DRINK_VALUE), ends=True),
+    # what they drive
+    _rule("car", SUBJECT, _i(r"(?:drive|drives|driving) (?:a |an )"), PHRASE, PHRASE_END),
+    _rule("car", _i(rf"\b{WHOSE} (?:new )?car is (?:now )?(?:a |an )"), PHRASE, PHRASE_END),
+    # how they eat
+    _rule("diet", _i(rf"\b{WHO}(?:'m| am| are| is|'re)(?: now| still)? (?P<value>vegetarian|vegan|pescatarian|flexitarian|gluten-free|keto)\b")),
+    # what they are called
+    _rule("name", _i(rf"\b{WHOSE} name is "), r"(?P<value>[A-Z][\w'’-]{1,30}(?: [A-Z][\w'’-]{1,30}){0,2})"),
+    _rule("name", _i(r"\b(?:please )?call me "), r"(?P<value>[A-Z][\w'’-]{1,30})"),
+    # a named pet: the name of "my dog" (a second dog is another pet, so only "my <pet> is called" claims it)
+    _rule("pet:{kind}", _i(rf"\b{WHOSE} (?P<kind>{PETS})(?:'s name is| is called| is named) "), r"(?P<value>[A-Z][\w'’-]{1,30})"),
+    # when a named trip is
+    _rule("trip:{dest}", _i(rf"\b{WHOSE} (?:trip|flight|holiday|vacation|visit) to "), PLACE.replace("value", "dest"), _i(r"(?: (?:is|was|has been|got|will be))?(?: (?:moved|rescheduled|pushed back|pushed|postponed|brought forward|changed|booked|set))?(?: to| on| for)? (?:the )?"), DATE_VALUE),
+    # a favourite
+    _rule("favourite:{kind}", _i(rf"\b{WHOSE} (?:new )?favou?rite (?P<kind>[a-z]{{2,20}}(?: [a-z]{{2,20}})?) is (?:now )?(?:a |an |the )?"), PHRASE, PHRASE_END),
+)
+
+ARTICLE = re.compile(r"^(?:a|an|the|my|our|some|only)\s+", re.IGNORECASE)
+NOISE = re.compile(r"\s+(?:now|instead|these days|too|as well|every morning|each morning|in the morning)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A statement's value of one slot; `ended`: it says the slot no longer holds that value."""
+
+    slot: str
+    value: str
+    ended: bool = False
+
+    def replaces(self, earlier: Claim) -> bool:
+        """Whether this claim, said later, makes `earlier` no longer current: the same slot, and another value (or,
+        for an ending, the value it ends)."""
+        if self.slot != earlier.slot or earlier.ended:
+            return False
+        if self.ended:
+            return same_value(self.value, earlier.value)
+        return not same_value(self.value, earlier.value)
+
+
+def value_key(value: str) -> str:
+    """A value as compared: lower case, single spaces, without a leading article or a trailing "now"."""
+    value = " ".join(value.replace("’", "'").split()).strip(" '\".")
+    value = NOISE.sub("", ARTICLE.sub("", value))
+    return value.casefold()
+
+
+def same_value(one: str, other: str) -> bool:
+    """Whether two values name the same thing: equal, or one holds the other as whole words ("coffee" and
+    "black coffee", "Leeds" and "Leeds city centre")."""
+    a, b = value_key(one), value_key(other)
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    shorter, longer = sorted((a, b), key=len)
+    return re.search(rf"(?<!\w){re.escape(shorter)}(?!\w)", longer) is not None
+
+
+def _statements(text: str) -> Iterable[str]:
+    for sentence in split_sentences(text[:SCANNED_CHARS]):
+        if not sentence.rstrip("\"'”’)] ").endswith("?"):
+            yield sentence
+
+
+def claims(text: str) -> list[Claim]:
+    """Every claim the statements of `text` make, in the order said; a later claim of a slot in the same text wins
+    over an earlier one of it ("I've given up coffee, I now drink green tea" ends coffee and claims green tea)."""
+    found: list[Claim] = []
+    for sentence in _statements(text):
+        said: list[tuple[int, Claim]] = []
+        for rule in RULES:
+            for match in rule.pattern.finditer(sentence):
+                claim = _claim(rule, match)
+                if claim is not None and (match.start(), claim) not in said:
+                    said.append((match.start(), claim))
+        found += [claim for _, claim in sorted(said, key=lambda pair: pair[0])]
+    return found
+
+
+def _claim(rule: _Rule, match: re.Match[str]) -> Claim | None:
+    groups = match.groupdict()
+    value = value_key(groups["value"])
+    if not value or len(value) > VALUE_MAX_CHARS:
+        return None
+    slot = rule.slot.format(**{k: value_key(v) for k, v in groups.items() if k != "value" and v})
+    return Claim(slot=slot, value=value, ended=rule.ends)
+
+
+def current_claims(text: str) -> dict[str, Claim]:
+    """The slot → claim a text leaves standing: its last claim of each slot."""
+    standing: dict[str, Claim] = {}
+    for claim in claims(text):
+        standing[claim.slot] = claim
+    return standing
+
+
+def first_slot(text: str) -> str:
+    """The slot a fact's text gives a value of (its last claim's), or "" when it claims none."""
+    found = [claim for claim in claims(text) if not claim.ended]
+    return found[-1].slot if found else ""
+
+
+def replaced_by(earlier_text: str, later_text: str) -> list[Claim]:
+    """The claims of `later_text` that replace one of `earlier_text`'s (said in that order)."""
+    earlier = claims(earlier_text)
+    return [claim for claim in claims(later_text) if any(claim.replaces(old) for old in earlier)]
