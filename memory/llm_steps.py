@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from memory.llm import LLMError, LLMReply, get_llm
-from memory.step_types import ChainTopic, Facts, PromotionFindings, StepFailed, TurnText, Usage
+from memory.step_types import ChainTopic, Facts, KnownFact, PromotionFindings, StepFailed, TurnText, Usage
 
 T = TypeVar("T")
 
@@ -75,6 +75,9 @@ FACT_RULES = (
     '"he" or "this"), starting with the date of the page it comes from as YYYY-MM-DD, for example '
     '"2024-05-03: The user adopted a cat named Miso." Use the dates of the pages, resolving words such as '
     '"yesterday" against them. Leave out small talk. At most 20 facts per list; an empty list is fine.\n'
+    "When known facts are given (numbered K1, K2 ...), a user fact that gives a new value of the same thing as a "
+    "known fact (a move, a new job, a changed habit or plan) replaces it: write that fact as an object "
+    '{"fact": "...", "replaces": "K2"} instead of a string. Never repeat a known fact that did not change.\n'
 )
 
 KNOWLEDGE_SYSTEM = (
@@ -175,8 +178,16 @@ def _profile_prompt(profile: str, pages: list[TurnText]) -> str:
     return f"Current profile:\n{_quote('PROFILE', profile or '(empty)')}\nNew pages:\n{blocks}"
 
 
-def _knowledge_prompt(pages: list[TurnText]) -> str:
-    return "Pages:\n" + "\n".join(_page_block(page) for page in pages)
+def _knowledge_prompt(pages: list[TurnText], known: tuple[KnownFact, ...] = ()) -> str:
+    return _known_block(known) + "Pages:\n" + "\n".join(_page_block(page) for page in pages)
+
+
+def _known_block(known: tuple[KnownFact, ...]) -> str:
+    """The user's current facts, numbered K1, K2 ... in the order given (an empty string without any)."""
+    if not known:
+        return ""
+    lines = "\n".join(f"K{number}. {fact.text}" for number, fact in enumerate(known, start=1))
+    return f"Known facts about the user:\n{_quote('KNOWN', lines)}\n"
 
 
 def _messages(system: str, user: str) -> list[dict]:
@@ -241,6 +252,39 @@ def _facts(data: dict[str, Any], key: str) -> list[str]:
     return _unique([_cap(_clean(item), FACT_MAX_CHARS) for item in _strings(data, key)])[:FACTS_MAX]
 
 
+def _user_facts(data: dict[str, Any], known: tuple[KnownFact, ...]) -> tuple[list[str], dict[str, int]]:
+    """The user facts, each a string (new) or {"fact": ..., "replaces": "K<n>"} (an update of known fact n), and
+    which known fact's id each update replaces; a number that names no known fact makes the fact a new one."""
+    value = data.get("user_facts")
+    if not isinstance(value, list):
+        raise Malformed('"user_facts" must be a list of strings')
+    facts, replaces = [], {}
+    for item in value:
+        if isinstance(item, dict):
+            text, number = item.get("fact"), item.get("replaces")
+            if not isinstance(text, str):
+                raise Malformed('an object in "user_facts" must hold "fact" as a string')
+            text = _cap(_clean(text), FACT_MAX_CHARS)
+            replaced = _known_id(number, known)
+            if text and replaced is not None:
+                replaces[text] = replaced
+        elif isinstance(item, str):
+            text = _cap(_clean(item), FACT_MAX_CHARS)
+        else:
+            raise Malformed('"user_facts" must hold strings or {"fact": ..., "replaces": ...} objects')
+        facts.append(text)
+    facts = _unique(facts)[:FACTS_MAX]
+    return facts, {text: replaced for text, replaced in replaces.items() if text in facts}
+
+
+def _known_id(number: Any, known: tuple[KnownFact, ...]) -> int | None:
+    """The id of known fact "K<n>" (or n), or None when it names none of them."""
+    digits = str(number).strip().upper().removeprefix("K") if isinstance(number, str | int) else ""
+    if not digits.isdigit() or not 1 <= int(digits) <= len(known):
+        return None
+    return known[int(digits) - 1].id
+
+
 def _parse_chain_topic(data: dict[str, Any], *, has_previous: bool) -> ChainTopic:
     continues = data.get("continues")
     if not isinstance(continues, bool):
@@ -268,16 +312,17 @@ def _parse_chain_topics(data: dict[str, Any], *, count: int, has_previous: bool)
     return results
 
 
-def _parse_promotion(data: dict[str, Any], *, current: str) -> PromotionFindings:
-    return PromotionFindings(profile=_parse_profile(data, current=current), facts=_parse_facts(data))
+def _parse_promotion(data: dict[str, Any], *, current: str, known: tuple[KnownFact, ...] = ()) -> PromotionFindings:
+    return PromotionFindings(profile=_parse_profile(data, current=current), facts=_parse_facts(data, known=known))
 
 
 def _parse_profile(data: dict[str, Any], *, current: str) -> str:
     return _text(data, "profile", PROFILE_MAX_CHARS, required=False) or current
 
 
-def _parse_facts(data: dict[str, Any]) -> Facts:
-    return Facts(user=_facts(data, "user_facts"), assistant=_facts(data, "assistant_facts"))
+def _parse_facts(data: dict[str, Any], *, known: tuple[KnownFact, ...] = ()) -> Facts:
+    user, replaces = _user_facts(data, known)
+    return Facts(user=user, assistant=_facts(data, "assistant_facts"), replaces=replaces)
 
 
 # --- the steps --------------------------------------------------------------------------------------------------
@@ -329,15 +374,18 @@ class LLMSteps:
         max_tokens = CHAINS_MAX_TOKENS_PER_PAGE * len(pages)
         return self._ask("chain_and_topics", _messages(CHAINS_SYSTEM, prompt), parse, max_tokens=max_tokens)
 
-    def promotion_analyse(self, *, profile: str, pages: list[TurnText]) -> PromotionFindings:
-        """One call: the updated profile and the facts of the same pages, each validated as its own step's answer.
+    def promotion_analyse(
+        self, *, profile: str, pages: list[TurnText], known: tuple[KnownFact, ...] = ()
+    ) -> PromotionFindings:
+        """One call: the updated profile and the facts of the same pages, each validated as its own step's answer;
+        with `known`, the facts that replace one of them say which (Facts.replaces).
 
         No pages, no call. An empty profile in the answer keeps the current one. Raises StepFailed.
         """
         if not pages:
             return PromotionFindings(profile=profile, facts=Facts())
-        messages = _messages(PROMOTION_SYSTEM, _profile_prompt(profile, pages))
-        parse = partial(_parse_promotion, current=profile)
+        messages = _messages(PROMOTION_SYSTEM, _known_block(known) + _profile_prompt(profile, pages))
+        parse = partial(_parse_promotion, current=profile, known=known)
         return self._ask("promotion_analyse", messages, parse, max_tokens=PROMOTION_MAX_TOKENS)
 
     def profile_update(self, *, profile: str, pages: list[TurnText]) -> str:
@@ -351,15 +399,17 @@ class LLMSteps:
         parse = partial(_parse_profile, current=profile)
         return self._ask("profile_update", messages, parse, max_tokens=PROFILE_MAX_TOKENS)
 
-    def knowledge_extract(self, *, pages: list[TurnText]) -> Facts:
-        """One call: dated, self-contained facts about the user and the assistant. No pages, no call.
+    def knowledge_extract(self, *, pages: list[TurnText], known: tuple[KnownFact, ...] = ()) -> Facts:
+        """One call: dated, self-contained facts about the user and the assistant (with `known`, which of those a
+        new fact replaces). No pages, no call.
 
         Raises StepFailed.
         """
         if not pages:
             return Facts()
-        messages = _messages(KNOWLEDGE_SYSTEM, _knowledge_prompt(pages))
-        return self._ask("knowledge_extract", messages, _parse_facts, max_tokens=KNOWLEDGE_MAX_TOKENS)
+        messages = _messages(KNOWLEDGE_SYSTEM, _knowledge_prompt(pages, known))
+        parse = partial(_parse_facts, known=known)
+        return self._ask("knowledge_extract", messages, parse, max_tokens=KNOWLEDGE_MAX_TOKENS)
 
     def _ask(self, step: str, messages: list[dict], parse: Callable[[dict[str, Any]], T], *, max_tokens: int) -> T:
         """Ask, validate, and ask once more with the problem stated if the answer is malformed.

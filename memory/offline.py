@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from django.conf import settings
 
 from memory.statements import about_assistant, about_user
-from memory.step_types import ChainTopic, Facts, PromotionFindings, TurnText, Usage
+from memory.step_types import ChainTopic, Facts, KnownFact, PromotionFindings, TurnText, Usage
 from memory.text import analyse, clean_text, extract_keywords, keyword_weights, split_sentences, trim
 
 NEW_SESSION_GAP_SECONDS = 2 * 60 * 60
@@ -212,8 +212,11 @@ class OfflineSteps:
             previous, previous_chain_summary = page, chain.chain_summary
         return results
 
-    def promotion_analyse(self, *, profile: str, pages: list[TurnText]) -> PromotionFindings:
-        """`profile_update` and `knowledge_extract` of the same pages, exactly as the two steps give them."""
+    def promotion_analyse(
+        self, *, profile: str, pages: list[TurnText], known: tuple[KnownFact, ...] = ()
+    ) -> PromotionFindings:
+        """`profile_update` and `knowledge_extract` of the same pages, exactly as the two steps give them (`known` is
+        not read: offline, the promotion service applies memory.validity's rule to what replaces what)."""
         return PromotionFindings(
             profile=self.profile_update(profile=profile, pages=pages), facts=self.knowledge_extract(pages=pages)
         )
@@ -222,6 +225,6 @@ class OfflineSteps:
         """The profile with what the user said of themselves in these pages merged in, as statements about them."""
         return profile_merge(profile, user_facts(pages))
 
-    def knowledge_extract(self, *, pages: list[TurnText]) -> Facts:
+    def knowledge_extract(self, *, pages: list[TurnText], known: tuple[KnownFact, ...] = ()) -> Facts:
         """First-person facts about the user and commitments of the assistant found in the pages."""
         return Facts(user=user_facts(pages), assistant=assistant_facts(pages))

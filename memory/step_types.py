@@ -37,11 +37,24 @@ class ChainTopic:
 
 
 @dataclass(frozen=True)
+class KnownFact:
+    """A current fact about the user that a promotion shows the model, so it can say which one a new fact replaces."""
+
+    id: int
+    text: str
+
+
+@dataclass(frozen=True)
 class Facts:
-    """Short, dated, self-contained facts about the user and about what the assistant did or committed to."""
+    """Short, dated, self-contained facts about the user and about what the assistant did or committed to.
+
+    `replaces` maps a user fact's text to the id of the known fact it replaces (the model's UPDATE); a fact not in
+    it is new (ADD). Offline it stays empty: the promotion service applies memory.validity's rule instead.
+    """
 
     user: list[str] = field(default_factory=list)
     assistant: list[str] = field(default_factory=list)
+    replaces: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -112,10 +125,13 @@ class MemorySteps(Protocol):
         """The updated profile text given the current one and new pages."""
         ...
 
-    def promotion_analyse(self, *, profile: str, pages: list[TurnText]) -> PromotionFindings:
+    def promotion_analyse(
+        self, *, profile: str, pages: list[TurnText], known: tuple[KnownFact, ...] = ()
+    ) -> PromotionFindings:
         """`profile_update` and `knowledge_extract` of the same pages as one step (one model call)."""
         ...
 
-    def knowledge_extract(self, *, pages: list[TurnText]) -> Facts:
-        """Facts about the user and the assistant found in the pages."""
+    def knowledge_extract(self, *, pages: list[TurnText], known: tuple[KnownFact, ...] = ()) -> Facts:
+        """Facts about the user and the assistant found in the pages; with `known`, which of those a new fact
+        replaces."""
         ...

@@ -27,30 +27,129 @@ from memory.text import split_sentences
 SCANNED_CHARS = 4000
 VALUE_MAX_CHARS = 60
 
-WHO = r"(?:i|we|the user|you)"
-WHOSE = r"(?:my|our|the user's|your)"
-# Words that may sit between the subject and the verb: "I've now", "we have just", "the user has finally".
-AUX = r"(?:'ve|'m|'re|'ll| have| has| am| is| are| will| had)?(?: (?:now|just|finally|recently|actually|also|since|already|officially|then)){0,2}"
-PLACE = r"(?P<value>[A-Z][\w'’.-]{1,30}(?:[ -](?:de |da |del |la |le |am |upon |on )?[A-Z][\w'’.-]{1,30}){0,3})"
-PHRASE = r"(?P<value>[^,.;:!?()\n]{2,60}?)"
-PHRASE_END = r"(?=\s*(?:[,.;:!?()\n]|$| and | but | because | since | so | which | instead| now\b| these days| at the moment| every\b| each\b| in the morning| first thing))"
-DRINKS = (
-    r"(?:coffee|tea|latte|cappuccino|espresso|flat white|americano|mocha|macchiato|matcha|chai|rooibos|cocoa|"
-    r"hot chocolate|juice|smoothie|kombucha|water|milk|yerba mate|decaf|cortado)"
-)
-DRINK_VALUE = r"(?P<value>(?:[\w'’-]{1,20} ){0,3}?" + DRINKS + r"(?: with (?-i:[a-z][\w'’-]{1,20}))?)"
-# "have" claims a drink only as a habit: "I have a matcha latte every morning", not "I have a coffee with Bob".
-HABIT = r"(?=[^.!?]{0,40}\b(?:every|each|mornings?|daily|usually|always|first thing|instead|now|these days)\b)"
-DATE_VALUE = (
-    r"(?P<value>(?:(?:the )?\d{1,2}(?:st|nd|rd|th)?(?: of)? [A-Z][a-z]{2,8}|[A-Z][a-z]{2,8} \d{1,2}(?:st|nd|rd|th)?|"
-    r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?)(?:,? \d{4})?)"
-)
-PETS = r"(?:dog|cat|puppy|kitten|rabbit|bunny|hamster|parrot|horse|tortoise|turtle|guinea pig|budgie|ferret|snake)"
+
+def _any(*words: str) -> str:
+    """A group matching any of `words` (each a regular expression)."""
+    return "(?:" + "|".join(words) + ")"
 
 
 def _i(pattern: str) -> str:
     """`pattern` matched without regard to case (names and places keep their case-sensitive groups)."""
     return f"(?i:{pattern})"
+
+
+WHO = _any("i", "we", "the user and others", "the user", "you")  # "we" as memory.statements rewrites it
+WHOSE = _any("my", "our", "the user's", "your")
+# Words that may sit between the subject and the verb: "I've now", "we have just", "the user has finally".
+ADVERB = _any("now", "just", "finally", "recently", "actually", "also", "since", "already", "officially", "then")
+AUX = _any("'ve", "'m", "'re", "'ll", " have", " has", " am", " is", " are", " will", " had") + f"?(?: {ADVERB}){{0,2}}"
+SUBJECT = _i(rf"\b{WHO}{AUX} ")
+PLACE_WORD = r"[A-Z][\w'’.-]{1,30}"
+PLACE = rf"(?P<value>{PLACE_WORD}(?:[ -](?:de |da |del |la |le |am |upon |on )?{PLACE_WORD}){{0,3}})"
+PHRASE = r"(?P<value>[^,.;:!?()\n]{2,60}?)"
+PHRASE_END = (
+    "(?=\\s*"
+    + _any(
+        r"[,.;:!?()\n]",
+        "$",
+        " and ",
+        " but ",
+        " because ",
+        " since ",
+        " so ",
+        " which ",
+        " instead",
+        r" now\b",
+        " these days",
+        " at the moment",
+        r" every\b",
+        r" each\b",
+        " in the morning",
+        " first thing",
+    )
+    + ")"
+)
+DRINKS = _any(
+    "coffee",
+    "tea",
+    "latte",
+    "cappuccino",
+    "espresso",
+    "flat white",
+    "americano",
+    "mocha",
+    "macchiato",
+    "matcha",
+    "chai",
+    "rooibos",
+    "cocoa",
+    "hot chocolate",
+    "juice",
+    "smoothie",
+    "kombucha",
+    "water",
+    "milk",
+    "yerba mate",
+    "decaf",
+    "cortado",
+)
+# words before the drink name it ("oat", "black"), never a verb of giving it up ("has given up coffee")
+DRINK_WORD = r"(?!given |gave |up |quit |stopped |no |never )[\w'’-]{1,20} "
+DRINK_VALUE = rf"(?P<value>(?:{DRINK_WORD}){{0,3}}?{DRINKS}(?: {DRINKS})?" + r"(?: with (?-i:[a-z][\w'’-]{1,20}))?)"
+# "have" claims a drink only as a habit: "I have a matcha latte every morning", not "I have a coffee with Bob".
+HABIT = (
+    r"(?=[^.!?]{0,40}\b"
+    + _any("every", "each", "mornings?", "daily", "usually", "always", "first thing", "instead", "now", "these days")
+    + r"\b)"
+)
+NAME = r"(?P<value>[A-Z][\w'’-]{1,30})"
+DAY = r"(?:the )?\d{1,2}(?:st|nd|rd|th)?(?: of)? [A-Z][a-z]{2,8}"
+DATE_VALUE = (
+    "(?P<value>"
+    + _any(DAY, r"[A-Z][a-z]{2,8} \d{1,2}(?:st|nd|rd|th)?", r"\d{4}-\d{2}-\d{2}", r"\d{1,2}/\d{1,2}(?:/\d{2,4})?")
+    + r"(?:,? \d{4})?)"
+)
+PETS = _any(
+    "dog",
+    "cat",
+    "puppy",
+    "kitten",
+    "rabbit",
+    "bunny",
+    "hamster",
+    "parrot",
+    "horse",
+    "tortoise",
+    "turtle",
+    "guinea pig",
+    "budgie",
+    "ferret",
+    "snake",
+)
+A = "(?:a |an |my |some |only )?"
+
+LIVE = _any("live", "lives", "living", "moved", "move", "moving", "relocated", "relocating", "settled")
+HOME = _any("home", "address", "flat", "apartment", "house", "place")
+WORK = _any("work", "works", "working", "started", "start", "starting", "joined", "join", "joining")
+DRINK = _any("drink", "drinks", "drinking", "switched to", "switch to", "starts? (?:my|the|their) day with")
+GAVE_UP = _any(
+    "given up",
+    "gave up",
+    "give up",
+    "quit",
+    "stopped drinking",
+    "stop drinking",
+    "no longer drinks?",
+    "don't drink",
+    "do not drink",
+    "doesn't drink",
+    "does not drink",
+)
+MOVED = _any(
+    "moved", "rescheduled", "pushed back", "pushed", "postponed", "brought forward", "changed", "booked", "set"
+)
+TRIP = _any("trip", "flight", "holiday", "vacation", "visit")
+DIETS = _any("vegetarian", "vegan", "pescatarian", "flexitarian", "gluten-free", "keto")
 
 
 @dataclass(frozen=True)
@@ -64,41 +163,50 @@ def _rule(slot: str, *parts: str, ends: bool = False) -> _Rule:
     return _Rule(slot, re.compile("".join(parts)), ends)
 
 
-SUBJECT = _i(rf"\b{WHO}{AUX} ")
 RULES = (
     # where they live
-    _rule("home", SUBJECT, _i(r"(?:live|lives|living|moved|move|moving|relocated|relocating|settled) (?:back )?(?:to|in) (?:the city of )?"), PLACE),
-    _rule("home", _i(rf"\b{WHOSE} (?:new )?(?:home|address|flat|apartment|house|place) is (?:now )?(?:in|at) "), PLACE),
-    _rule("home", _i(rf"\b{WHOSE} new (?:home|flat|apartment|house|place) in "), PLACE),
+    _rule("home", SUBJECT, _i(rf"{LIVE} (?:back )?(?:to|in) (?:the city of )?"), PLACE),
+    _rule("home", _i(rf"\b{WHOSE} (?:new )?{HOME} is (?:now )?(?:in|at) "), PLACE),
+    _rule("home", _i(rf"\b{WHOSE} new {HOME} in "), PLACE),
     # who they work for, and as what
-    _rule("employer", SUBJECT, _i(r"(?:work|works|working|started|start|starting|joined|join|joining)(?: a new job| my new job| work)? (?:at|for) "), PLACE),
+    _rule("employer", SUBJECT, _i(rf"{WORK}(?: a new job| my new job| work)? (?:at|for) "), PLACE),
     _rule("employer", _i(rf"\b{WHOSE} (?:new )?(?:job|employer|company) is (?:at |with )?"), PLACE),
-    _rule("occupation", SUBJECT, _i(r"(?:work|works|working|started|start|starting)(?: a new job)? as (?=an? )"), PHRASE, PHRASE_END),
+    _rule("occupation", SUBJECT, _i(rf"{WORK}(?: a new job)? as (?=an? )"), PHRASE, PHRASE_END),
     _rule("occupation", _i(rf"\b{WHOSE} (?:new )?(?:job|role|position) is (?=an? )"), PHRASE, PHRASE_END),
     _rule("occupation", _i(rf"\b{WHO}(?:'m| am| are| is| will be|'ll be) now (?=an? )"), PHRASE, PHRASE_END),
     # their usual drink
-    _rule("drink", SUBJECT, _i(r"(?:drink|drinks|drinking|switched to|switch to|start my day with|start the day with|starts the day with) (?:a |an |my |some |only )?"), _i(DRINK_VALUE)),
-    _rule("drink", SUBJECT, _i(r"(?:have|has|having) (?:a |an |my |some |only )?"), _i(DRINK_VALUE), _i(HABIT)),
-    _rule("drink", _i(rf"\b{WHOSE} (?:morning |usual |daily |go-to )?(?:drink|beverage|coffee order) is (?:a |an |now )?"), _i(DRINK_VALUE)),
-    _rule("drink", SUBJECT, _i(r"(?:given up|gave up|give up|quit|stopped drinking|stop drinking|no longer drinks?|don't drink|do not drink|doesn't drink|does not drink) (?:on )?(?:the |my )?"), _i(DRINK_VALUE), ends=True),
+    _rule("drink", SUBJECT, _i(f"{DRINK} {A}"), _i(DRINK_VALUE)),
+    _rule("drink", SUBJECT, _i(f"(?:have|has|having) {A}"), _i(DRINK_VALUE), _i(HABIT)),
+    _rule("drink", _i(rf"\b{WHOSE} (?:morning |usual |daily |go-to )?(?:drink|beverage|coffee order) is {A}"),
+          _i(DRINK_VALUE)),
+    _rule("drink", SUBJECT, _i(f"{GAVE_UP} (?:on )?(?:the |my )?"), _i(DRINK_VALUE), ends=True),
     # what they drive
-    _rule("car", SUBJECT, _i(r"(?:drive|drives|driving) (?:a |an )"), PHRASE, PHRASE_END),
+    _rule("car", SUBJECT, _i("(?:drive|drives|driving) (?:a |an )"), PHRASE, PHRASE_END),
     _rule("car", _i(rf"\b{WHOSE} (?:new )?car is (?:now )?(?:a |an )"), PHRASE, PHRASE_END),
     # how they eat
-    _rule("diet", _i(rf"\b{WHO}(?:'m| am| are| is|'re)(?: now| still)? (?P<value>vegetarian|vegan|pescatarian|flexitarian|gluten-free|keto)\b")),
+    _rule("diet", _i(rf"\b{WHO}(?:'m| am| are| is|'re)(?: now| still)? (?P<value>{DIETS})\b")),
     # what they are called
     _rule("name", _i(rf"\b{WHOSE} name is "), r"(?P<value>[A-Z][\w'’-]{1,30}(?: [A-Z][\w'’-]{1,30}){0,2})"),
-    _rule("name", _i(r"\b(?:please )?call me "), r"(?P<value>[A-Z][\w'’-]{1,30})"),
+    _rule("name", _i(r"\b(?:please )?call me "), NAME),
     # a named pet: the name of "my dog" (a second dog is another pet, so only "my <pet> is called" claims it)
-    _rule("pet:{kind}", _i(rf"\b{WHOSE} (?P<kind>{PETS})(?:'s name is| is called| is named) "), r"(?P<value>[A-Z][\w'’-]{1,30})"),
+    _rule("pet:{kind}", _i(rf"\b{WHOSE} (?P<kind>{PETS})(?:'s name is| is called| is named) "), NAME),
     # when a named trip is
-    _rule("trip:{dest}", _i(rf"\b{WHOSE} (?:trip|flight|holiday|vacation|visit) to "), PLACE.replace("value", "dest"), _i(r"(?: (?:is|was|has been|got|will be))?(?: (?:moved|rescheduled|pushed back|pushed|postponed|brought forward|changed|booked|set))?(?: to| on| for)? (?:the )?"), DATE_VALUE),
+    _rule(
+        "trip:{dest}", _i(rf"\b{WHOSE} {TRIP} to "), PLACE.replace("value", "dest"),
+        _i(rf"(?: (?:is|was|has been|got|will be))?(?: {MOVED})?(?: to| on| for)? (?:the )?"), DATE_VALUE,
+    ),
     # a favourite
-    _rule("favourite:{kind}", _i(rf"\b{WHOSE} (?:new )?favou?rite (?P<kind>[a-z]{{2,20}}(?: [a-z]{{2,20}})?) is (?:now )?(?:a |an |the )?"), PHRASE, PHRASE_END),
-)
+    _rule(
+        "favourite:{kind}", _i(rf"\b{WHOSE} (?:new )?favou?rite (?P<kind>[a-z]{{2,20}}(?: [a-z]{{2,20}})?) is "),
+        _i("(?:now )?(?:a |an |the )?"), PHRASE, PHRASE_END,
+    ),
+)  # fmt: skip
 
 ARTICLE = re.compile(r"^(?:a|an|the|my|our|some|only)\s+", re.IGNORECASE)
-NOISE = re.compile(r"\s+(?:now|instead|these days|too|as well|every morning|each morning|in the morning)$", re.IGNORECASE)
+NOISE = re.compile(
+    r"\s+" + _any("now", "instead", "these days", "too", "as well", "every morning", "each morning", "in the morning")
+    + "$", re.IGNORECASE,
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

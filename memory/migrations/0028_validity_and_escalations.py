@@ -6,105 +6,152 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('memory', '0027_security_holds_and_audit_keys'),
+        ("memory", "0027_security_holds_and_audit_keys"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Escalation',
+            name="Escalation",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('target_type', models.CharField(max_length=20)),
-                ('target_id', models.BigIntegerField()),
-                ('note', models.TextField()),
-                ('state', models.CharField(choices=[('open', 'Waiting for a supervisor'), ('resolved', 'Resolved'), ('dismissed', 'Dismissed')], default='open', max_length=9)),
-                ('resolution', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('resolved_at', models.DateTimeField(blank=True, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("target_type", models.CharField(max_length=20)),
+                ("target_id", models.BigIntegerField()),
+                ("note", models.TextField()),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("open", "Waiting for a supervisor"),
+                            ("resolved", "Resolved"),
+                            ("dismissed", "Dismissed"),
+                        ],
+                        default="open",
+                        max_length=9,
+                    ),
+                ),
+                ("resolution", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("resolved_at", models.DateTimeField(blank=True, null=True)),
             ],
         ),
         migrations.AddField(
-            model_name='knowledgeentry',
-            name='outdated_note',
+            model_name="knowledgeentry",
+            name="outdated_note",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='knowledgeentry',
-            name='slot',
+            model_name="knowledgeentry",
+            name="slot",
             field=models.CharField(blank=True, max_length=80),
         ),
         migrations.AddField(
-            model_name='knowledgeentry',
-            name='superseded_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='supersedes', to='memory.knowledgeentry'),
+            model_name="knowledgeentry",
+            name="superseded_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="supersedes",
+                to="memory.knowledgeentry",
+            ),
         ),
         migrations.AddField(
-            model_name='knowledgeentry',
-            name='valid_from',
+            model_name="knowledgeentry",
+            name="valid_from",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='knowledgeentry',
-            name='valid_to',
+            model_name="knowledgeentry",
+            name="valid_to",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='page',
-            name='outdated_note',
+            model_name="page",
+            name="outdated_note",
             field=models.TextField(blank=True),
         ),
         migrations.AddField(
-            model_name='page',
-            name='valid_to',
+            model_name="page",
+            name="valid_to",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='page',
-            name='withheld',
+            model_name="page",
+            name="withheld",
             field=models.BooleanField(default=False),
         ),
         migrations.AddIndex(
-            model_name='knowledgeentry',
-            index=models.Index(condition=models.Q(('valid_to__isnull', True), models.Q(('slot', ''), _negated=True)), fields=['end_user', 'slot'], name='knowledge_current_slot'),
+            model_name="knowledgeentry",
+            index=models.Index(
+                condition=models.Q(("valid_to__isnull", True), models.Q(("slot", ""), _negated=True)),
+                fields=["end_user", "slot"],
+                name="knowledge_current_slot",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='knowledgeentry',
-            constraint=models.CheckConstraint(condition=models.Q(('superseded_by', models.F('id')), _negated=True), name='knowledge_not_superseded_by_itself'),
+            model_name="knowledgeentry",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("superseded_by", models.F("id")), _negated=True),
+                name="knowledge_not_superseded_by_itself",
+            ),
         ),
         migrations.AddField(
-            model_name='escalation',
-            name='end_user',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='escalations', to='memory.enduser'),
+            model_name="escalation",
+            name="end_user",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="escalations", to="memory.enduser"
+            ),
         ),
         migrations.AddField(
-            model_name='escalation',
-            name='flagged_by',
-            field=models.ForeignKey(null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='escalations_flagged', to=settings.AUTH_USER_MODEL),
+            model_name="escalation",
+            name="flagged_by",
+            field=models.ForeignKey(
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="escalations_flagged",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='escalation',
-            name='resolved_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='escalations_resolved', to=settings.AUTH_USER_MODEL),
+            model_name="escalation",
+            name="resolved_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="escalations_resolved",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='escalation',
-            name='tenant',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='escalations', to='memory.tenant'),
+            model_name="escalation",
+            name="tenant",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="escalations", to="memory.tenant"
+            ),
         ),
         migrations.AddIndex(
-            model_name='escalation',
-            index=models.Index(condition=models.Q(('state', 'open')), fields=['tenant', 'created_at'], name='escalation_open'),
+            model_name="escalation",
+            index=models.Index(
+                condition=models.Q(("state", "open")), fields=["tenant", "created_at"], name="escalation_open"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='escalation',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('resolved_at__isnull', True), ('state', 'open')), models.Q(models.Q(('state', 'open'), _negated=True), ('resolved_at__isnull', False)), _connector='OR'), name='escalation_resolved_when_settled'),
+            model_name="escalation",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("resolved_at__isnull", True), ("state", "open")),
+                    models.Q(models.Q(("state", "open"), _negated=True), ("resolved_at__isnull", False)),
+                    _connector="OR",
+                ),
+                name="escalation_resolved_when_settled",
+            ),
         ),
         # facts stored before validity became true when they were noted
-    migrations.RunSQL(
-        "UPDATE memory_knowledgeentry SET valid_from = created_at WHERE valid_from IS NULL",
-        reverse_sql=migrations.RunSQL.noop,
-    ),
-]
+        migrations.RunSQL(
+            "UPDATE memory_knowledgeentry SET valid_from = created_at WHERE valid_from IS NULL",
+            reverse_sql=migrations.RunSQL.noop,
+        ),
+    ]

@@ -426,8 +426,8 @@ class KnowledgeEntry(models.Model):
             models.Index(fields=["end_user"], condition=models.Q(pinned=True), name="knowledge_user_pinned"),
             # promotion looks up the user's current fact of a slot before storing a new value of it
             models.Index(
-                fields=["end_user", "slot"], condition=models.Q(valid_to__isnull=True) & ~models.Q(slot=""),
+                fields=["end_user", "slot"],
+                condition=models.Q(valid_to__isnull=True) & ~models.Q(slot=""),
                 name="knowledge_current_slot",
             ),
         ]
-

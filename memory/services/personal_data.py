@@ -49,7 +49,7 @@ from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
 from memory.services.passages import page_passages_set, page_vectors_embed
 from memory.services.personal_data_policy import detector_for, personal_data_policy_get
-from memory.step_types import ChainTopic, Facts, MemorySteps, PromotionFindings, TurnText, Usage
+from memory.step_types import ChainTopic, Facts, KnownFact, MemorySteps, PromotionFindings, TurnText, Usage
 from memory.text import text_hash
 
 POLICY_FIELDS = (*CATEGORIES, "phone_region", "government_id_patterns", "review_mode", "review_keywords")
@@ -177,11 +177,18 @@ class MaskedSteps:
     def profile_update(self, *, profile: str, pages: list[TurnText]) -> str:
         return self.steps.profile_update(profile=self.mask(profile), pages=self._turns(pages))
 
-    def promotion_analyse(self, *, profile: str, pages: list[TurnText]) -> PromotionFindings:
-        return self.steps.promotion_analyse(profile=self.mask(profile), pages=self._turns(pages))
+    def promotion_analyse(
+        self, *, profile: str, pages: list[TurnText], known: tuple[KnownFact, ...] = ()
+    ) -> PromotionFindings:
+        return self.steps.promotion_analyse(
+            profile=self.mask(profile), pages=self._turns(pages), known=self._known(known)
+        )
 
-    def knowledge_extract(self, *, pages: list[TurnText]) -> Facts:
-        return self.steps.knowledge_extract(pages=self._turns(pages))
+    def knowledge_extract(self, *, pages: list[TurnText], known: tuple[KnownFact, ...] = ()) -> Facts:
+        return self.steps.knowledge_extract(pages=self._turns(pages), known=self._known(known))
+
+    def _known(self, known: tuple[KnownFact, ...]) -> tuple[KnownFact, ...]:
+        return tuple(KnownFact(id=fact.id, text=self.mask(fact.text)) for fact in known)
 
 
 def steps_for_prompts(steps: MemorySteps, *, tenant: Tenant | int) -> MemorySteps:

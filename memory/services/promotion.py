@@ -35,10 +35,12 @@ from memory.services.personal_data import (
     review_state_for,
     steps_for_prompts,
 )
+from memory.services.supersession import Supersession, knowledge_supersede
 from memory.services.updating import page_turn_text, space_updating_lock
-from memory.step_types import MemorySteps, StepFailed, TurnText
+from memory.step_types import KnownFact, MemorySteps, StepFailed, TurnText
 from memory.steps import get_steps
 from memory.text import text_hash
+from memory.validity import first_slot
 
 
 @dataclass
@@ -48,6 +50,7 @@ class PromotionReport:
     profile_version_id: int | None = None
     knowledge_ids: list[int] = field(default_factory=list)
     dropped_knowledge_ids: list[int] = field(default_factory=list)
+    superseded: list[Supersession] = field(default_factory=list)
     analysed_page_ids: list[int] = field(default_factory=list)
 
 
@@ -113,16 +116,20 @@ def _promote(space: MemorySpace, segment_id: int, steps: MemorySteps, now: datet
     policy = personal_data_policy_get(tenant=space.tenant_id)
     versions = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number")
     current = versions.first()
+    known = _known_facts(space)
     if current is not None and current.locked:
-        facts = steps.knowledge_extract(pages=turns)  # the profile stays as it is: ask only for the facts
+        facts = steps.knowledge_extract(pages=turns, known=known)  # the profile stays as it is: ask only for facts
     else:
         # it builds on the newest version a reviewer has not rejected
         base = versions.exclude(review_state=ReviewState.REJECTED).first()
-        findings = steps.promotion_analyse(profile=base.text if base else "", pages=turns)
+        findings = steps.promotion_analyse(profile=base.text if base else "", pages=turns, known=known)
         report.profile_version_id = _profile_version_add(space, segment, pages, current, base, findings.profile, policy)
         facts = findings.facts
     sources = _fact_sources(steps, pages, turns, [*facts.user, *facts.assistant])
-    report.knowledge_ids = _knowledge_add(space, segment, sources, facts.user, facts.assistant, policy)
+    stored = _knowledge_add(space, segment, sources, facts.user, facts.assistant, policy)
+    report.knowledge_ids = list(stored.values())
+    named = {stored[text]: old for text, old in facts.replaces.items() if text in stored}
+    report.superseded = knowledge_supersede(entries=_entries(report.knowledge_ids), named=named)
     report.dropped_knowledge_ids = knowledge_enforce_capacity(space=space)
     Page.objects.filter(id__in=report.analysed_page_ids).update(analysed=True)
     Segment.objects.filter(pk=segment.pk).update(l_interaction=0)
@@ -139,10 +146,32 @@ def _promote(space: MemorySpace, segment_id: int, steps: MemorySteps, now: datet
             "profile_version_id": report.profile_version_id,
             "knowledge_ids": report.knowledge_ids,
             "dropped_knowledge_ids": report.dropped_knowledge_ids,
+            "superseded": [{"id": s.earlier_id, "by": s.later_id, "rule": s.by} for s in report.superseded],
         },
         usage=steps.usage,
     )
     return report
+
+
+# How many of the user's current facts a model sees, newest first, to say which one a new fact replaces.
+KNOWN_FACTS_SHOWN = 40
+
+
+def _known_facts(space: MemorySpace) -> tuple[KnownFact, ...]:
+    """The user's current facts (approved, not replaced), newest first, for the model to name what a fact replaces."""
+    rows = (
+        KnowledgeEntry.objects.filter(
+            end_user_id=space.end_user_id, kind=KnowledgeKind.USER, valid_to__isnull=True,
+            review_state=ReviewState.APPROVED,
+        )
+        .order_by("-valid_from", "-id")
+        .values_list("id", "text")[:KNOWN_FACTS_SHOWN]
+    )  # fmt: skip
+    return tuple(KnownFact(id=fact_id, text=text) for fact_id, text in rows)
+
+
+def _entries(ids: list[int]) -> list[KnowledgeEntry]:
+    return list(KnowledgeEntry.objects.filter(id__in=ids).without_vectors())
 
 
 def _profile_version_add(
@@ -195,14 +224,17 @@ def _knowledge_add(
     user_facts: list[str],
     assistant_facts: list[str],
     policy: PersonalDataPolicy,
-) -> list[int]:
-    """Store each new fact once, with its own embedding and a link to the pages it came from.
+) -> dict[str, int]:
+    """Store each new fact once, with its own embedding, a link to the pages it came from, the time it became true
+    (its latest source turn's) and the slot it gives a value of (memory.validity); returns text → id, keyed by the
+    text as the steps gave it.
 
     A fact loses the policy's do-not-store data before it is hashed, embedded or stored, and waits for review
     when the policy asks. A fact a reviewer rejected is not stored again (its hash is still there).
     """
     redact = redactor_for(policy, PersonalDataAction.DO_NOT_STORE)
-    sources = {redact(fact): pages for fact, pages in sources.items()}
+    sources = {redact(fact.strip()): pages for fact, pages in sources.items()}
+    said = {redact(f).strip(): f.strip() for f in [*user_facts, *assistant_facts]}  # stored text → as the steps gave it
     user_facts, assistant_facts = [redact(f) for f in user_facts], [redact(f) for f in assistant_facts]
     wanted = [(KnowledgeKind.USER, None, f) for f in user_facts] + [
         (KnowledgeKind.ASSISTANT, space.assistant_id, f) for f in assistant_facts
@@ -217,10 +249,12 @@ def _knowledge_add(
             existing.add(key)
             fresh.append((kind, assistant_id, text.strip()))
     if not fresh:
-        return []
+        return {}
     vectors = embedder_for_store().embed([text for _, _, text in fresh])
-    ids = []
+    ids = {}
+    every_page = {p for ps in sources.values() for p in ps}
     for (kind, assistant_id, text), vector in zip(fresh, vectors, strict=True):
+        pages = sources.get(text) or every_page
         entry = KnowledgeEntry.objects.create(
             end_user_id=space.end_user_id,
             assistant_id=assistant_id,
@@ -230,9 +264,11 @@ def _knowledge_add(
             embedding=vector,
             source_segment=segment,
             review_state=review_state_for(policy, text),
+            slot=first_slot(text)[:80] if kind == KnowledgeKind.USER else "",
+            valid_from=max(page.at for page in pages),
         )
-        entry.source_pages.set(sources[text] if text in sources else {p for ps in sources.values() for p in ps})
-        ids.append(entry.id)
+        entry.source_pages.set(pages)
+        ids[said.get(text, text)] = entry.id
     return ids
 
 

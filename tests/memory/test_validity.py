@@ -1,0 +1,97 @@
+"""What a statement gives the value of: a later statement of the same thing, with another value, replaces it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from memory.validity import Claim, claims, current_claims, first_slot, replaced_by, same_value
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "value"),
+    [
+        ("I drink a flat white every morning.", "drink", "flat white"),
+        ("The user drinks a flat white every morning.", "drink", "flat white"),
+        ("These days I have a matcha latte every morning.", "drink", "matcha latte"),
+        ("I live in Porto.", "home", "porto"),
+        ("We moved to Leeds last week!", "home", "leeds"),
+        ("The user moved to New York City in May.", "home", "new york city"),
+        ("Writing this from our new apartment in Osaka.", "home", "osaka"),
+        ("I work at Northwind Logistics.", "employer", "northwind logistics"),
+        ("I've started a new job at Arcadis.", "employer", "arcadis"),
+        ("I work as a barista at Grindhouse Coffee.", "occupation", "barista at grindhouse coffee"),
+        ("I'm now a data analyst, finally.", "occupation", "data analyst"),
+        ("My dog is called Biscuit.", "pet:dog", "biscuit"),
+        ("My trip to Lisbon was moved to 14 March.", "trip:lisbon", "14 march"),
+        ("Our flight to Kyoto is on March 3rd.", "trip:kyoto", "march 3rd"),
+        ("My favourite band is Radiohead.", "favourite:band", "radiohead"),
+        ("I drive a red Mazda 3.", "car", "red mazda 3"),
+        ("I'm vegetarian now.", "diet", "vegetarian"),
+        ("My name is Alice Smith.", "name", "alice smith"),
+    ],
+)
+def test_a_first_person_statement_claims_the_value_of_its_slot(text, slot, value):
+    assert Claim(slot, value) in claims(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Where do I live?",
+        "What do I drink in the morning?",
+        "I have a coffee with Bob tomorrow.",
+        "I have a meeting at Google.",
+        "My sister lives in Porto.",
+        "Tom drinks green tea.",
+        "I'm a bit tired today.",
+        "",
+    ],
+)
+def test_questions_other_people_and_passing_events_claim_nothing(text):
+    assert claims(text) == []
+
+
+def test_giving_something_up_ends_it_and_the_new_habit_stands():
+    said = claims("Actually I've given up coffee, I now drink green tea")
+    assert said == [Claim("drink", "coffee", ended=True), Claim("drink", "green tea")]
+    assert current_claims("Actually I've given up coffee, I now drink green tea")["drink"].value == "green tea"
+
+
+def test_another_value_of_the_same_slot_replaces_the_earlier_one():
+    assert replaced_by("I drink a flat white every morning.", "I now drink green tea.") == [Claim("drink", "green tea")]
+    assert replaced_by("I live in Porto.", "We relocated to Leeds!") == [Claim("home", "leeds")]
+    assert replaced_by("My trip to Lisbon is on 3 May.", "My trip to Lisbon was moved to 14 May.")
+
+
+def test_the_same_value_said_again_or_another_slot_replaces_nothing():
+    assert replaced_by("I drink a flat white every morning.", "I drink a flat white, always.") == []
+    assert replaced_by("I live in Porto.", "I work at Arcadis.") == []
+    assert replaced_by("My trip to Lisbon is on 3 May.", "My trip to Kyoto is on 9 May.") == []
+    assert replaced_by("I drink coffee every morning.", "I drink black coffee every morning.") == []
+
+
+def test_an_ending_replaces_only_the_value_it_ends():
+    assert replaced_by("I drink coffee every morning.", "I've given up coffee.")
+    assert replaced_by("I drink green tea every morning.", "I've given up coffee.") == []
+
+
+def test_values_compare_as_whole_words_without_articles_and_case():
+    assert same_value("a Flat White", "flat white")
+    assert same_value("Leeds", "Leeds city centre")
+    assert not same_value("tea", "steak")
+
+
+def test_a_facts_slot_is_its_last_claim():
+    assert first_slot("The user moved to Leeds.") == "home"
+    assert first_slot("The user likes hiking.") == ""
+
+
+def test_a_hostile_input_is_read_in_linear_time():
+    hostile = "I live in " + "A" * 50_000 + " and I drink " + "very " * 10_000 + "x"
+    started = time.perf_counter()
+    claims(hostile)
+    claims("My trip to " + "Aa-" * 20_000)
+    # only the first SCANNED_CHARS are read, and every pattern is linear: far under a second even on a busy machine
+    assert time.perf_counter() - started < 2.0
