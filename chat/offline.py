@@ -44,6 +44,11 @@ QUESTION_OPENERS = word_set(
     "what where when who whom whose which why how is are was were do does did can could will would should shall "
     "may might must have has had am any and but or so"
 )
+PAST = re.compile(
+    r"\b(?:before|previous|previously|used to|earlier|former|formerly|originally|no longer|any ?more|"
+    r"gave up|give up|given up|sold|left behind|leave behind)\b",
+    re.IGNORECASE,
+)
 TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 
 
@@ -78,6 +83,7 @@ class Candidate:
     quote: str = ""  # the turn's message, quoted in a supporting line
     segment_id: int | None = None  # the topic a mid-term turn belongs to
     store: str = ""  # "user_knowledge" or "assistant_knowledge" for a fact
+    earlier: bool = False  # no longer current: something said later replaced it (RetrievalResult.earlier)
 
 
 @dataclass(frozen=True)
@@ -124,9 +130,9 @@ def _candidate(
     return Candidate(kind, item_id, sentence, at, share + COSINE_WEIGHT * similarity, **fields)
 
 
-def _page_candidate(page: Page, query: set[str], similarity: float) -> Candidate | None:
+def _page_candidate(page: Page, query: set[str], similarity: float, earlier: bool = False) -> Candidate | None:
     quote = " ".join(page.user_message.split())
-    fields = {"told": True, "quote": quote, "segment_id": page.segment_id}
+    fields = {"told": True, "quote": quote, "segment_id": page.segment_id, "earlier": earlier}
     return _candidate("page", page.id, page.user_message, query, similarity, at=page.at, **fields)
 
 
@@ -155,10 +161,11 @@ def candidates(retrieval: RetrievalResult, dropped: set[tuple[str, int]]) -> lis
         return []  # a greeting or small talk asks nothing that memory could answer
     found: list[Candidate | None] = []
     short_term = [page for page in retrieval.short_term if ("page", page.id) not in dropped]
+    earlier = retrieval.earlier
     for page, similarity in zip(short_term, _short_term_similarities(retrieval, short_term), strict=True):
-        found.append(_page_candidate(page, query, similarity))
-    found += [_page_candidate(scored.page, query, scored.score) for scored in retrieval.pages]
-    found += [_page_candidate(page, query, 0.0) for page in retrieval.pinned_pages]
+        found.append(_page_candidate(page, query, similarity, page.id in earlier))
+    found += [_page_candidate(s.page, query, s.score, s.page.id in earlier) for s in retrieval.pages]
+    found += [_page_candidate(page, query, 0.0, page.id in earlier) for page in retrieval.pinned_pages]
     scored_knowledge = [*retrieval.user_knowledge, *retrieval.assistant_knowledge]
     found += [_knowledge_candidate(scored.entry, query, scored.score) for scored in scored_knowledge]
     found += [_knowledge_candidate(entry, query, 0.0) for entry in retrieval.pinned_knowledge]
@@ -171,7 +178,16 @@ def candidates(retrieval: RetrievalResult, dropped: set[tuple[str, int]]) -> lis
         key = (candidate.kind, candidate.id)
         if key not in best or candidate.score > best[key].score:
             best[key] = candidate
-    return sorted(best.values(), key=lambda c: (-c.score, -c.at.timestamp(), c.kind, -c.id))
+    # what is true now answers first, unless the question asks what used to be
+    current_first = not asks_about_the_past(retrieval.query)
+    return sorted(
+        best.values(), key=lambda c: (current_first and c.earlier, -c.score, -c.at.timestamp(), c.kind, -c.id)
+    )
+
+
+def asks_about_the_past(query: str) -> bool:
+    """Whether a question asks what used to be true ("What did I drink before?", "my previous job")."""
+    return PAST.search(query) is not None
 
 
 def _day(at: datetime, now: datetime | None) -> str:
@@ -186,10 +202,14 @@ def _short(text: str) -> str:
 def _answer(best: Candidate, now: datetime | None) -> str:
     said = to_user(best.sentence).rstrip(" .!…")
     source = "you told me" if best.told else "I noted it"
+    if best.earlier:
+        return f"{said} — {source} on {_day(best.at, now)}, and that changed later."
     return f"{said} — {source} on {_day(best.at, now)}."
 
 
 def _supporting(candidate: Candidate, now: datetime | None) -> str:
+    if candidate.told and candidate.earlier:
+        return f"- Earlier (no longer current), on {_day(candidate.at, now)} you said: “{_short(candidate.quote)}”"
     if candidate.told:
         return f"- On {_day(candidate.at, now)} you said: “{_short(candidate.quote)}”"
     return f"- {_short(to_user(candidate.sentence))} (noted {_day(candidate.at, now)})"

@@ -16,6 +16,7 @@ from django.conf import settings
 from memory.statements import about_assistant, about_user
 from memory.step_types import ChainTopic, Facts, KnownFact, PromotionFindings, TurnText, Usage
 from memory.text import analyse, clean_text, extract_keywords, keyword_weights, split_sentences, trim
+from memory.validity import replaced_by
 
 NEW_SESSION_GAP_SECONDS = 2 * 60 * 60
 MAX_FACTS_PER_CALL = 10
@@ -158,7 +159,11 @@ def _profile_lines(profile: str) -> list[str]:
 
 
 def profile_merge(profile: str, facts: list[str], max_lines: int = 20) -> str:
-    """The profile with new facts appended (deduplicated, oldest dropped past `max_lines`); unchanged if none is new."""
+    """The profile with new facts appended (deduplicated, oldest dropped past `max_lines`); unchanged if none is new.
+
+    A line a new fact replaces (the same slot with another value, memory.validity) leaves the profile: the profile
+    says what is true now, and the replaced fact stays in the knowledge store as history.
+    """
     lines = _profile_lines(profile)
     seen = {_fact_key(line) for line in lines}
     new = []
@@ -169,6 +174,8 @@ def profile_merge(profile: str, facts: list[str], max_lines: int = 20) -> str:
             new.append(fact)
     if not new:
         return profile
+    new = [fact for i, fact in enumerate(new) if not any(replaced_by(fact, later) for later in new[i + 1 :])]
+    lines = [line for line in lines if not any(replaced_by(line, fact) for fact in new)]
     kept = (lines + new)[-max_lines:] if max_lines > 0 else []
     return "\n".join([PROFILE_HEADER, *(f"- {line}" for line in kept)])
 

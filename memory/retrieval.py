@@ -37,6 +37,7 @@ from memory.services.heat_samples import segment_visits_queue
 from memory.sql import reads_beside_allowed, rows_beside, several_statements_per_execute
 from memory.text import STOPWORDS, extract_keywords
 from memory.timeframes import TimeRange, query_time_range
+from memory.validity import Replacement, Said, replacements
 
 
 def _similarity(vector: np.ndarray):
@@ -208,6 +209,9 @@ class RetrievalResult:
     pinned_pages: list[Page] = field(default_factory=list)
     pinned_knowledge: list[KnowledgeEntry] = field(default_factory=list)
     visited_segment_ids: list[int] = field(default_factory=list)
+    # pages (by id) no longer current: a later turn or fact gave their slot another value, or a person marked them
+    # outdated (memory.validity); quoted as earlier, each ranked after what replaced it
+    earlier: dict[int, Replacement] = field(default_factory=dict)
 
     def relevant_segment_ids(self, page_ids: set[int] | None = None) -> list[int]:
         """The segments that supplied a page relevant to the query (cosine ≥ MEMORY_VISIT_RELEVANCE), among the
@@ -499,7 +503,8 @@ class _Retrieval:
             return
         self.segments = _segment_scores(reads["segments"].rows, result.query_keywords)
         self.top = self.segments[: settings.MEMORY_RETRIEVE_SEGMENTS]
-        for entry in _instances(KnowledgeEntry, reads["knowledge"].rows, extra=("score", "rank")):
+        extra = ("score", "rank", "previous_text", "previous_until")
+        for entry in _instances(KnowledgeEntry, reads["knowledge"].rows, extra=extra):
             target = result.user_knowledge if entry.kind == KnowledgeKind.USER else result.assistant_knowledge
             target.append(ScoredKnowledge(entry=entry, score=float(entry.score)))
         if "vector" in reads:
@@ -560,13 +565,50 @@ class _Retrieval:
         result.pinned_segments = [s for s in by_id.values() if s.pinned]
         for scored in result.ranked:
             scored.page.segment = by_id.get(scored.page.segment_id)
+        _mark_earlier(result)
+
+
+def _mark_earlier(result: RetrievalResult) -> None:
+    """Which found pages are no longer current (`RetrievalResult.earlier`), and each ranked after the page that
+    replaced it: of two turns that give one thing different values, the newer answers first."""
+    pages = {p.id: p for p in [*result.short_term, *result.pinned_pages, *(s.page for s in result.ranked)]}
+    said = [Said(("page", p.id), p.user_message, p.at) for p in pages.values()]
+    said += [Said(("knowledge", k.entry.id), k.entry.text, k.entry.valid_from or k.entry.created_at)
+             for k in result.user_knowledge]  # fmt: skip
+    for (kind, item_id), replacement in replacements(said).items():
+        if kind == "page":
+            result.earlier[item_id] = replacement
+    for page in pages.values():
+        if page.valid_to is not None:  # a person marked it outdated
+            result.earlier[page.id] = Replacement(None, page.valid_to, "", page.outdated_note)
+    if result.earlier:
+        result.ranked = newer_first(result.ranked, result.earlier)
+        result.pages = [p for p in result.ranked if p.page.tier == Tier.MID_TERM]
+
+
+def newer_first(ranked: list[ScoredPage], earlier: dict[int, Replacement]) -> list[ScoredPage]:
+    """`ranked` with each page that replaced an earlier one moved just ahead of it when it ranked below it."""
+    order = list(ranked)
+    for scored in ranked:
+        replacement = earlier.get(scored.page.id)
+        if replacement is None or replacement.by is None or replacement.by[0] != "page":
+            continue
+        position = {s.page.id: i for i, s in enumerate(order)}
+        later = position.get(replacement.by[1])
+        if later is not None and later > position[scored.page.id]:
+            order.insert(position[scored.page.id], order.pop(later))
+    return order
 
 
 # --- Memory that needs no search ------------------------------------------------------------------------------
 
+# A turn that stated a fact a reviewer rejected is withheld from every prompt unless pinned (kept on purpose):
+# every statement that reads pages for a prompt keeps only these (memory.models.tiers.Page.withheld).
+QUOTABLE = "(NOT withheld OR pinned)"
+
 RECENT_AND_PINNED_SQL = f"""
 SELECT {_columns(Page)} FROM memory_page
-WHERE space_id = %(space)s AND (tier = %(short_term)s OR pinned) ORDER BY seq
+WHERE space_id = %(space)s AND ((tier = %(short_term)s AND NOT withheld) OR pinned) ORDER BY seq
 """
 
 # The newest profile version a reviewer has approved (or that needed no review): the one prompts may use. Versions
@@ -579,7 +621,7 @@ WHERE end_user_id = %(user)s AND review_state = %(approved)s ORDER BY number DES
 # Pinned knowledge is always included: the user's, and this assistant's about itself (approved only).
 PINNED_KNOWLEDGE_SQL = f"""
 SELECT {_columns(KnowledgeEntry)} FROM memory_knowledgeentry
-WHERE end_user_id = %(user)s AND pinned AND review_state = %(approved)s
+WHERE end_user_id = %(user)s AND pinned AND review_state = %(approved)s AND valid_to IS NULL
   AND (kind = %(user_kind)s OR assistant_id = %(assistant)s)
 ORDER BY id
 """
@@ -626,18 +668,25 @@ ORDER BY id
 
 # --- Knowledge --------------------------------------------------------------------------------------------------
 
-# The best MEMORY_RETRIEVE_KNOWLEDGE approved facts about the user and about this assistant.
+# The best MEMORY_RETRIEVE_KNOWLEDGE approved, current facts about the user and about this assistant (a fact replaced
+# by a later one, or marked outdated, is history: memory.services.supersession), each with the text and end of the
+# fact it replaced, if any, so the prompt can say what was true before.
 KNOWLEDGE_SQL = f"""
-SELECT * FROM (
+SELECT ranked.*, previous.text AS previous_text, previous.valid_to AS previous_until FROM (
     SELECT {_columns(KnowledgeEntry)}, score,
            row_number() OVER (PARTITION BY kind ORDER BY score DESC, id DESC) AS rank
     FROM (
         SELECT *, {COSINE} AS score
         FROM memory_knowledgeentry
-        WHERE end_user_id = %(user)s AND review_state = %(approved)s
+        WHERE end_user_id = %(user)s AND review_state = %(approved)s AND valid_to IS NULL
           AND (kind = %(user_kind)s OR (kind = %(assistant_kind)s AND assistant_id = %(assistant)s))
     ) scored
 ) ranked
+LEFT JOIN LATERAL (
+    SELECT text, valid_to FROM memory_knowledgeentry
+    WHERE superseded_by_id = ranked.id AND review_state = %(approved)s
+    ORDER BY valid_to DESC, id DESC LIMIT 1
+) previous ON true
 WHERE rank <= %(limit)s ORDER BY kind, rank
 """
 
@@ -647,7 +696,7 @@ WHERE rank <= %(limit)s ORDER BY kind, rank
 # The paper: the top m segments' pages by cosine.
 GATED_SQL = f"""
 SELECT {_columns(Page)}, {PAGE_COSINE} AS score
-FROM memory_page WHERE segment_id = ANY(%(segments)s)
+FROM memory_page WHERE segment_id = ANY(%(segments)s) AND {QUOTABLE}
 ORDER BY score DESC, seq DESC LIMIT %(limit)s
 """
 
@@ -712,6 +761,7 @@ FROM (
     SELECT id, seq, segment_id, 1.0 - (embedding <=> %(vector)s::halfvec) AS own
     FROM memory_page
     WHERE space_id = %(space)s AND id = ANY(ARRAY(SELECT id FROM near UNION SELECT page_id FROM passage))
+      AND (NOT withheld OR pinned)
 ) page LEFT JOIN passage ON passage.page_id = page.id
 ORDER BY cosine DESC, id
 LIMIT %(limit)s
@@ -761,7 +811,7 @@ WITH terms AS MATERIALIZED (
 SELECT page.id, page.seq, {held}, weighted.weight, ts_rank_cd(page.search, terms.either) AS rank, idf.mass,
        coalesce(1.0 - (page.embedding <=> %(vector)s::halfvec), 0.0) AS cosine
 FROM weighted JOIN {page} page ON page.ctid = weighted.address, cut, terms, idf
-WHERE weighted.weight >= cut.weight
+WHERE weighted.weight >= cut.weight AND (NOT page.withheld OR page.pinned)
 ORDER BY weighted.weight DESC, rank DESC, page.id
 LIMIT %(limit)s
 """
@@ -832,7 +882,7 @@ def _time_statement(time_range: TimeRange) -> tuple[str, dict]:
         dated, params = "at >= %(start)s AND at < %(end)s", {"start": time_range.start, "end": time_range.end}
     sql = f"""
         SELECT id, seq, {PAGE_COSINE} AS cosine
-        FROM memory_page WHERE space_id = %(space)s AND {dated}
+        FROM memory_page WHERE space_id = %(space)s AND {dated} AND {QUOTABLE}
         ORDER BY cosine DESC, id LIMIT {CANDIDATES}
     """
     return sql, params
@@ -853,9 +903,9 @@ def _fact_candidates(space: MemorySpace, result: RetrievalResult, candidates: di
     if not facts:
         return
     through = KnowledgeEntry.source_pages.through
-    rows = through.objects.filter(knowledgeentry_id__in=[k.entry.id for k in facts], page__space=space).values_list(
-        "knowledgeentry_id", "page_id", "page__seq"
-    )
+    quotable = models.Q(page__withheld=False) | models.Q(page__pinned=True)
+    rows = through.objects.filter(quotable, knowledgeentry_id__in=[k.entry.id for k in facts], page__space=space)
+    rows = rows.values_list("knowledgeentry_id", "page_id", "page__seq")
     seq_of = {page_id: seq for _, page_id, seq in rows}
     best: dict[int, tuple[float, int]] = {}
     score_of = {k.entry.id: k.score for k in facts}
@@ -881,7 +931,7 @@ def _neighbour_seqs(hits: list[_Candidate]) -> dict[int, int]:
 
 
 # The pooled candidates and the hits' neighbours, each with its cosine.
-LOAD_SQL = f"SELECT {_columns(Page)}, {PAGE_COSINE} AS cosine FROM memory_page WHERE {LOADED}"
+LOAD_SQL = f"SELECT {_columns(Page)}, {PAGE_COSINE} AS cosine FROM memory_page WHERE ({LOADED}) AND {QUOTABLE}"
 
 
 def _fuse_neighbours(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from memory.text import split_sentences
 
@@ -294,3 +295,39 @@ def replaced_by(earlier_text: str, later_text: str) -> list[Claim]:
     """The claims of `later_text` that replace one of `earlier_text`'s (said in that order)."""
     earlier = claims(earlier_text)
     return [claim for claim in claims(later_text) if any(claim.replaces(old) for old in earlier)]
+
+
+@dataclass(frozen=True)
+class Said:
+    """A statement retrieval found: a turn's message or a fact, named by (kind, id), and when it was said."""
+
+    key: tuple[str, int]
+    text: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """Why a statement is no longer current: `by` said later that its slot now holds `value` ("" for an ending)."""
+
+    by: tuple[str, int] | None  # None: a person marked it outdated
+    at: datetime
+    slot: str
+    value: str
+
+
+def replacements(said: list[Said]) -> dict[tuple[str, int], Replacement]:
+    """For each statement one of whose claims a later statement replaces, the latest such replacement.
+
+    Pure and small: retrieval passes the few turns and facts it found (tens), each read once.
+    """
+    read = [(item, list(current_claims(item.text).values())) for item in said]
+    found: dict[tuple[str, int], Replacement] = {}
+    for item, own in read:
+        for later, theirs in read:
+            if later.at <= item.at or later.key == item.key:
+                continue
+            for new in theirs:
+                if any(new.replaces(old) for old in own) and (item.key not in found or found[item.key].at < later.at):
+                    found[item.key] = Replacement(later.key, later.at, new.slot, "" if new.ended else new.value)
+    return found
