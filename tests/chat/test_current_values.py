@@ -53,7 +53,9 @@ def test_the_prompt_for_a_model_marks_the_earlier_turn_and_quotes_the_current_on
     assert "A memory marked EARLIER is no longer true" in system
 
 
-def test_in_mid_term_memory_the_newer_turn_ranks_ahead_of_the_one_it_replaced(space, django_capture_on_commit_callbacks):
+def test_in_mid_term_memory_the_newer_turn_ranks_ahead_of_the_one_it_replaced(
+    space, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         _said(space, COFFEE, *[f"Small talk number {i} about the garden." for i in range(3)], TEA)
     builders.stm_push_out(space, django_capture_on_commit_callbacks)
