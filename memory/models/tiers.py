@@ -169,10 +169,10 @@ class Page(models.Model):
     # Marked outdated by a person (memory.services.validity): what it said stopped being true at `valid_to`; it stays
     # readable as history and reaches a prompt only marked as earlier. `outdated_note` is the replacing value, if given.
     valid_to = models.DateTimeField(null=True, blank=True)
-    outdated_note = models.TextField(blank=True)
+    outdated_note = models.TextField(blank=True, db_default="")
     # A reviewer rejected a fact this turn stated (memory.services.review): the turn stays readable as history but is
     # never retrieved or quoted into a prompt, unless it is pinned (kept on purpose).
-    withheld = models.BooleanField(default=False)
+    withheld = models.BooleanField(default=False, db_default=False)
     source = models.CharField(max_length=8, choices=PageSource.choices, default=PageSource.CHAT)
     source_ref = models.CharField(max_length=200, blank=True)
     source_meta = models.JSONField(default=dict, blank=True)
@@ -389,15 +389,17 @@ class KnowledgeEntry(models.Model):
     locked = models.BooleanField(default=False)
     # What the fact gives the value of ("drink", "home", "employer", "pet:dog"; memory.validity.Claim.slot), blank
     # when it names none: a later fact of the same slot with another value replaces it.
-    slot = models.CharField(max_length=80, blank=True)
+    slot = models.CharField(max_length=80, blank=True, db_default="")
     # When it became true (the time of the turn that said it) and, once replaced or marked outdated, when it stopped:
     # a fact with `valid_to` is history ("used to: coffee, until 27 Nov"), never current memory.
     valid_from = models.DateTimeField(null=True, blank=True)
     valid_to = models.DateTimeField(null=True, blank=True)
+    # ON DELETE SET NULL in the database (migration 0028), so forgetting a fact costs no query per fact it replaced;
+    # the one it replaced stays history (forgetting "I now drink tea" does not make the coffee true again).
     superseded_by = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+        "self", null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="supersedes"
     )
-    outdated_note = models.TextField(blank=True)  # the replacing value a person gave when marking it outdated
+    outdated_note = models.TextField(blank=True, db_default="")  # the replacing value given when marking it outdated
     # pending and rejected facts never reach a prompt (memory.models.privacy.ReviewState)
     review_state = models.CharField(max_length=8, choices=ReviewState.choices, default=ReviewState.APPROVED)
     created_at = models.DateTimeField(auto_now_add=True)
