@@ -55,3 +55,30 @@ def profile_diff(versions: list[ProfileVersion], a: int | None, b: int | None) -
     if old is None or new is None:
         return None
     return ProfileDiff(old=old, new=new, spans=text_diff(old.text, new.text))
+
+
+@dataclass(frozen=True)
+class LineDiff:
+    """A pending profile version against the current one, line by line: `lines` are Spans of whole lines."""
+
+    current: ProfileVersion | None
+    lines: list[Span]
+
+    @property
+    def changed(self) -> bool:
+        return any(line.op != "equal" for line in self.lines)
+
+
+def line_diff(old: str, new: str) -> list[Span]:
+    """The lines that turn `old` into `new`: each kept, removed ("delete") or added ("insert")."""
+    a, b = old.splitlines(), new.splitlines()
+    lines: list[Span] = []
+    for op, a1, a2, b1, b2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        lines += [Span("delete", line) for line in a[a1:a2] if op in ("delete", "replace")]
+        lines += [Span("insert", line) for line in b[b1:b2] if op in ("insert", "replace")]
+        lines += [Span("equal", line) for line in a[a1:a2] if op == "equal"]
+    return lines
+
+
+def pending_profile_diff(version: ProfileVersion, current: ProfileVersion | None) -> LineDiff:
+    return LineDiff(current=current, lines=line_diff(current.text if current else "", version.text))

@@ -236,6 +236,8 @@ class PersonalDataPolicyForm(ReasonForm):
 class ReviewForm(forms.Form):
     """A reviewer's decision on a pending fact or profile version; editing or rejecting needs a reason."""
 
-    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    decision = forms.ChoiceField(
+        choices=[("approve", "Approve"), ("reject", "Reject"), ("reject_forget", "Reject and forget the source turns")]
+    )
     text = forms.CharField(max_length=MAX_MEMORY_TEXT, required=False, widget=forms.Textarea(attrs={"rows": 3}))
     reason = forms.CharField(max_length=500, required=False, widget=forms.Textarea(attrs={"rows": 2}))

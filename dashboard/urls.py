@@ -50,6 +50,7 @@ console = [
     path("users/<int:end_user_id>/reveal/", personal_data.reveal, name="reveal"),
     path("review/", review.review_queue, name="review"),
     path("review/<str:kind>/<int:item_id>/", review.review_decide, name="review_decide"),
+    path("review/knowledge/<int:item_id>/reject/", review.review_reject_preview, name="review_reject"),
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/new/", tokens.token_create, name="token_create"),
     path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),

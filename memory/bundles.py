@@ -134,7 +134,8 @@ def bundle_validate(bundle: object, *, now: datetime) -> None:
     """Raise BundleInvalid for the first problem: the schema first, then references and this installation's limits.
 
     After it passes, every page, segment and fact can be written: ids are unique, each reference (a page's segment
-    and previous page, a fact's source pages) names an object of the bundle, every text fits, and no page is
+    and previous page, a fact's source pages and the fact that superseded it) names an object of the bundle, every
+    text fits, and no page is
     dated more than a day after `now` (memory.timeframes.too_far_ahead, as for a turn).
     """
     errors = sorted(Draft202012Validator(bundle_schema(), format_checker=FORMATS).iter_errors(bundle), key=_order)
@@ -236,8 +237,16 @@ def _profile_check(versions: list[dict]) -> None:
 
 def _knowledge_check(knowledge: list[dict], page_spaces: dict[int, int]) -> None:
     seen: set[tuple] = set()
+    ids: set[int] = set()
+    for position, entry in enumerate(knowledge):
+        if entry["id"] in ids:
+            raise BundleInvalid(f"$.knowledge[{position}].id", f"fact id {entry['id']} appears twice")
+        ids.add(entry["id"])
     for position, entry in enumerate(knowledge):
         here = f"$.knowledge[{position}]"
+        replacing = entry.get("superseded_by")
+        if replacing is not None and (replacing not in ids or replacing == entry["id"]):
+            raise BundleInvalid(f"{here}.superseded_by", f"no other fact {replacing} in this bundle")
         assistant = entry.get("assistant")
         if (entry["kind"] == "user") != (assistant is None):
             raise BundleInvalid(f"{here}.assistant", "user knowledge names no assistant; assistant knowledge names one")

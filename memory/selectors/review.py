@@ -50,3 +50,14 @@ def personal_data_scan_list(*, tenant: Tenant) -> QuerySet[PersonalDataScan]:
 def personal_data_scan_get(*, tenant: Tenant, id: int) -> PersonalDataScan:
     """One of the tenant's re-scans; raises PersonalDataScan.DoesNotExist."""
     return PersonalDataScan.objects.get(tenant=tenant, id=id)
+
+
+def approved_profiles_of(*, end_user_ids: list[int]) -> dict[int, ProfileVersion]:
+    """Each user's current profile (their newest approved version), by end user id; one query. The review queue
+    shows a pending version against it."""
+    current = (
+        ProfileVersion.objects.filter(end_user_id__in=end_user_ids, review_state=ReviewState.APPROVED)
+        .order_by("end_user_id", "-number")
+        .distinct("end_user_id")
+    )
+    return {version.end_user_id: version for version in current}

@@ -31,12 +31,15 @@ from memory.models import (
     Segment,
 )
 from memory.models.integration import JobKind
+from memory.models.privacy import PersonalDataPolicy, ReviewState
 from memory.models.tiers import PageSource, ReplySource, Tier
+from memory.profile_withdrawal import profile_without
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
 from memory.services.jobs import jobs_due
 from memory.services.passages import PageVectors, page_passages_set, page_vectors_embed
-from memory.services.personal_data import storage_redactor
+from memory.services.personal_data import review_state_for, storage_redactor
+from memory.services.personal_data_policy import personal_data_policy_get
 from memory.services.promotion import text_hash
 from memory.services.turns import (
     end_user_closed_check,
@@ -353,8 +356,9 @@ def _import(end_user: EndUser, bundle: dict, targets: list[_Space], fingerprint:
     for index, target in enumerate(targets, start=1):
         page_ids |= _space_import(target, fingerprint)
         progress(20 + 70 * index // len(targets))
-    _knowledge_import(end_user, bundle, targets, page_ids)
-    _profile_import(end_user, bundle["profile_versions"])
+    policy = personal_data_policy_get(tenant=end_user.tenant_id)
+    _knowledge_import(end_user, bundle, targets, page_ids, policy)
+    _profile_import(end_user, bundle, policy)
 
 
 def _space_import(target: _Space, fingerprint: str) -> dict[int, Page]:
@@ -437,6 +441,9 @@ def _pages_create(space: MemorySpace, rows: list[dict], segments: dict[int, Segm
             keywords=list(row.get("keywords", [])),
             analysed=row.get("analysed", False),
             pinned=row.get("pinned", False),
+            withheld=row.get("withheld", False),
+            valid_to=_optional_timestamp(row.get("valid_to")),
+            outdated_note=row.get("outdated_note", ""),
             source=PageSource.IMPORT,
             source_ref=f"bundle:{fingerprint[:16]}",
             source_meta={"bundle_page_id": row["id"], "source": row.get("source", "")},
@@ -527,8 +534,22 @@ def _promotions_queue(space: MemorySpace) -> None:
         transaction.on_commit(lambda sid=segment_id: segment_promote_task.delay(sid))
 
 
-def _knowledge_import(end_user: EndUser, bundle: dict, targets: list[_Space], pages: dict[int, Page]) -> None:
-    """Facts the user does not hold yet, embedded again, with their source pages and creation times."""
+def _optional_timestamp(value: str | None):
+    return timestamp(value) if value else None
+
+
+def imported_review_state(policy: PersonalDataPolicy, state: str | None, text: str) -> str:
+    """A bundle item's review state here: a rejected one stays rejected (promotion never learns it again); an approved
+    or pending one (or one from a bundle without review states) starts as this tenant's review mode says, since the
+    exporting tenant may not have reviewed it."""
+    return ReviewState.REJECTED if state == ReviewState.REJECTED else review_state_for(policy, text)
+
+
+def _knowledge_import(
+    end_user: EndUser, bundle: dict, targets: list[_Space], pages: dict[int, Page], policy: PersonalDataPolicy
+) -> None:
+    """Facts the user does not hold yet, embedded again, with their source pages, creation times, review state and
+    validity (the fact that superseded one is linked again among the new facts)."""
     mapping = _knowledge_assistants(end_user, bundle, targets)
     fresh, _ = _knowledge_new(end_user, bundle, targets)
     if not fresh:
@@ -546,9 +567,15 @@ def _knowledge_import(end_user: EndUser, bundle: dict, targets: list[_Space], pa
             embedding=vector,
             pinned=entry.get("pinned", False),
             locked=entry.get("locked", False),
+            review_state=imported_review_state(policy, entry.get("review_state"), entry["text"]),
+            slot=entry.get("slot", ""),
+            valid_from=_optional_timestamp(entry.get("valid_from")),
+            valid_to=_optional_timestamp(entry.get("valid_to")),
+            outdated_note=entry.get("outdated_note", ""),
         )
     KnowledgeEntry.objects.bulk_create(entries.values())
     _created_at_keep(KnowledgeEntry, entries, {e["id"]: e.get("created_at") for e in fresh})
+    _supersessions_link(end_user, bundle["knowledge"], entries)
     links = KnowledgeEntry.source_pages.through
     links.objects.bulk_create(
         links(knowledgeentry_id=entries[entry["id"]].pk, page_id=pages[page_id].pk)
@@ -557,25 +584,59 @@ def _knowledge_import(end_user: EndUser, bundle: dict, targets: list[_Space], pa
     )
 
 
-def _profile_import(end_user: EndUser, versions: list[dict]) -> None:
-    """Profile history in the bundle's order, numbered after the user's own versions (the last one is current)."""
+def _supersessions_link(end_user: EndUser, knowledge: list[dict], created: dict[int, KnowledgeEntry]) -> None:
+    """Each new fact the bundle says was superseded points at its replacement: the replacing fact imported with
+    it, or the same fact the user already held (skipped as held)."""
+    by_id = {entry["id"]: entry for entry in knowledge}
+    linked = []
+    for bundle_id, fact in created.items():
+        replacing = by_id[bundle_id].get("superseded_by")
+        if replacing is None:
+            continue
+        fact.superseded_by = created.get(replacing) or _held_fact(end_user, fact, by_id[replacing]["text"])
+        linked.append(fact)
+    if linked:
+        KnowledgeEntry.objects.bulk_update(linked, ["superseded_by"])
+
+
+def _held_fact(end_user: EndUser, like: KnowledgeEntry, text: str) -> KnowledgeEntry | None:
+    store = KnowledgeEntry.objects.filter(end_user=end_user, kind=like.kind, assistant=like.assistant)
+    return store.filter(text_hash=text_hash(text)).without_vectors().first()
+
+
+def _profile_import(end_user: EndUser, bundle: dict, policy: PersonalDataPolicy) -> None:
+    """Profile history in the bundle's order, numbered after the user's own versions (the last approved one is
+    current). A version not rejected takes this tenant's review mode and loses the text of the bundle's rejected
+    facts (withheld as stale when it paraphrases one)."""
+    versions = bundle["profile_versions"]
     if not versions:
         return
     last = ProfileVersion.objects.filter(end_user=end_user).order_by("-number").values_list("number", flat=True)
     start = (last.first() or 0) + 1
     rows = sorted(versions, key=lambda v: v["number"])
+    rejected = [k["text"] for k in bundle["knowledge"] if k.get("review_state") == ReviewState.REJECTED]
     created = {
-        row["number"]: ProfileVersion(
-            end_user=end_user,
-            number=start + offset,
-            text=row["text"],
-            author=row.get("author", "system"),
-            locked=row.get("locked", False),
-        )
+        row["number"]: _profile_version(end_user, start + offset, row, policy, rejected)
         for offset, row in enumerate(rows)
     }
     ProfileVersion.objects.bulk_create(created.values())
     _created_at_keep(ProfileVersion, created, {r["number"]: r.get("created_at") for r in rows})
+
+
+def _profile_version(
+    end_user: EndUser, number: int, row: dict, policy: PersonalDataPolicy, rejected: list[str]
+) -> ProfileVersion:
+    state = imported_review_state(policy, row.get("review_state"), row["text"])
+    withdrawal = profile_without(row["text"], rejected) if rejected and state != ReviewState.REJECTED else None
+    return ProfileVersion(
+        end_user=end_user,
+        number=number,
+        text=withdrawal.text if withdrawal else row["text"],
+        author=row.get("author", "system"),
+        locked=row.get("locked", False),
+        review_state=state,
+        stale=bool(withdrawal and withdrawal.needs_rederiving),
+    )
 
 
 class ImportTakenOver(Exception):

@@ -67,6 +67,9 @@ def _page(page: Page) -> dict:
         "keywords": page.keywords,
         "analysed": page.analysed,
         "pinned": page.pinned,
+        "withheld": page.withheld,
+        "valid_to": _iso(page.valid_to),
+        "outdated_note": page.outdated_note,
         "source": page.source,
         "reply_source": page.reply_source,
         "embedding": None if page.embedding is None else [float(x) for x in page.embedding],
@@ -155,6 +158,7 @@ def user_export_data(*, end_user: EndUser) -> dict:
                 "text": v.text,
                 "author": v.author,
                 "locked": v.locked,
+                "review_state": v.review_state,
                 "created_at": _iso(v.created_at),
             }
             for v in ProfileVersion.objects.filter(end_user=end_user).order_by("number")
@@ -167,6 +171,12 @@ def user_export_data(*, end_user: EndUser) -> dict:
                 "text": k.text,
                 "pinned": k.pinned,
                 "locked": k.locked,
+                "review_state": k.review_state,
+                "slot": k.slot,
+                "valid_from": _iso(k.valid_from),
+                "valid_to": _iso(k.valid_to),
+                "superseded_by": k.superseded_by_id,  # another fact of this bundle (every fact of the user is in it)
+                "outdated_note": k.outdated_note,
                 "created_at": _iso(k.created_at),
                 "source_page_ids": list(k.source_pages.values_list("id", flat=True)),
             }

@@ -56,7 +56,7 @@ def test_approving_a_fact_from_the_queue(client, dpo_user, pending):
 
     response = client.post(f"{QUEUE}knowledge/{pending[0].pk}/", {"decision": "approve"})
 
-    assert response.status_code == 302 and response["Location"] == QUEUE
+    assert response.status_code == 302 and response["Location"] == f"{QUEUE}#pending-facts"  # no fact waits after it
     assert KnowledgeEntry.objects.get(pk=pending[0].pk).review_state == ReviewState.APPROVED
     assert AuditEntry.objects.get(action="knowledge.approve").actor_label == dpo_user.username
 
