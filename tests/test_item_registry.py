@@ -121,3 +121,5 @@ def test_the_http_tests_walk_every_action_and_route_of_the_registry():
     assert set(CONSOLE_TESTED_ACTIONS) == registry
     for kind in KINDS:
         assert {("patch", API_PATHS[kind.name]), ("post", API_PATHS[kind.name])} <= api_routes
+    marked = {route.path.split("/")[0] for route in ROUTES if route.path.endswith(("/outdated/", "/current/"))}
+    assert marked == {API_PATHS[kind.name] for kind in KINDS if kind.dated}
