@@ -14,6 +14,7 @@ from memory.models import (
     AuditEntry,
     EndUser,
     ErasureReceipt,
+    Escalation,
     ExportJob,
     HeatSample,
     JobStatus,
@@ -26,6 +27,7 @@ from memory.retrieval import RetrievalResult
 from memory.services.gdpr import receipt_verify
 from memory.services.governance import MAX_MEMORY_TEXT
 from memory.services.tenancy import EXTERNAL_ID
+from memory.services.validity import MAX_NOTE
 
 # --- Fields ---------------------------------------------------------------------------------------------------
 
@@ -205,9 +207,12 @@ class PageOut(serializers.ModelSerializer):
             "keywords",
             "analysed",
             "pinned",
+            "valid_to",
+            "outdated_note",
             "source",
             "created_at",
         ]
+        read_only_fields = ["valid_to", "outdated_note"]  # changed by the outdated and current routes
 
 
 class PagePatch(serializers.Serializer):
@@ -287,11 +292,16 @@ class KnowledgeOut(serializers.ModelSerializer):
             "pinned",
             "locked",
             "review_state",
+            "valid_from",
+            "valid_to",
+            "superseded_by",
+            "outdated_note",
             "source_segment_id",
             "source_page_ids",
             "created_at",
         ]
-        read_only_fields = ["review_state"]  # pending and rejected facts never reach a prompt
+        # pending and rejected facts never reach a prompt; validity is changed by the outdated and current routes
+        read_only_fields = ["review_state", "valid_from", "valid_to", "superseded_by", "outdated_note"]
 
     def get_source_page_ids(self, entry: KnowledgeEntry) -> list[int]:
         return [page.id for page in entry.source_pages.all()]
@@ -388,6 +398,44 @@ class ForgetOut(serializers.Serializer):
         child=serializers.IntegerField(), required=False, help_text="A dry run: what forgetting would do, by kind."
     )
     summary = serializers.CharField(required=False, help_text="A dry run: the impact in one sentence.")
+
+
+class OutdatedIn(serializers.Serializer):
+    reason = reason_field()
+    replacement = serializers.CharField(
+        max_length=MAX_NOTE, required=False, allow_blank=True, default="",
+        help_text="What is true now, if known: kept beside the outdated item, which stays as history.",
+    )  # fmt: skip
+
+
+class CurrentIn(serializers.Serializer):
+    reason = reason_field()
+
+
+class EscalationIn(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["knowledge", "page"], help_text="The kind of the item flagged.")
+    id = serializers.IntegerField(min_value=1, max_value=2**63 - 1, help_text="The item's id.")
+    note = serializers.CharField(max_length=MAX_NOTE, help_text="What a supervisor should look at.")
+
+
+class EscalationSettleIn(serializers.Serializer):
+    resolution = serializers.CharField(max_length=MAX_NOTE, help_text="What was done, or why it needs nothing.")
+    dismiss = serializers.BooleanField(default=False, help_text="true: dismissed rather than resolved.")
+
+
+class EscalationOut(serializers.ModelSerializer):
+    user = serializers.CharField(source="end_user.external_id")
+    kind = serializers.CharField(source="target_type")
+    item_id = serializers.IntegerField(source="target_id")
+    flagged_by = serializers.CharField(source="flagged_by.username", allow_null=True, default=None)
+    resolved_by = serializers.CharField(source="resolved_by.username", allow_null=True, default=None)
+
+    class Meta:
+        model = Escalation
+        fields = [
+            "id", "user", "kind", "item_id", "note", "state", "flagged_by", "created_at", "resolved_by", "resolution",
+            "resolved_at",
+        ]  # fmt: skip
 
 
 class PauseIn(serializers.Serializer):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api.views import conversation, governance, memory_items, people, review
+from api.views import conversation, escalations, governance, memory_items, people, review
 from api.views.base import UnknownPath
 from memory.services.tenancy import EXTERNAL_ID
 
@@ -79,6 +79,8 @@ urlpatterns = [
     path("pages/", memory_items.PagesView.as_view(), name="pages"),
     path("pages/<item_id:pk>/", memory_items.PageView.as_view(), name="page"),
     path("pages/<item_id:pk>/forget/", memory_items.PageForgetView.as_view(), name="page-forget"),
+    path("pages/<item_id:pk>/outdated/", memory_items.PageOutdatedView.as_view(), name="page-outdated"),
+    path("pages/<item_id:pk>/current/", memory_items.PageCurrentView.as_view(), name="page-current"),
     path("segments/", memory_items.SegmentsView.as_view(), name="segments"),
     path("segments/<item_id:pk>/", memory_items.SegmentView.as_view(), name="segment"),
     path("segments/<item_id:pk>/forget/", memory_items.SegmentForgetView.as_view(), name="segment-forget"),
@@ -86,6 +88,8 @@ urlpatterns = [
     path("knowledge/", memory_items.KnowledgeListView.as_view(), name="knowledge"),
     path("knowledge/<item_id:pk>/", memory_items.KnowledgeView.as_view(), name="knowledge-entry"),
     path("knowledge/<item_id:pk>/forget/", memory_items.KnowledgeForgetView.as_view(), name="knowledge-forget"),
+    path("knowledge/<item_id:pk>/outdated/", memory_items.KnowledgeOutdatedView.as_view(), name="knowledge-outdated"),
+    path("knowledge/<item_id:pk>/current/", memory_items.KnowledgeCurrentView.as_view(), name="knowledge-current"),
     path("profile-versions/", memory_items.ProfileVersionsView.as_view(), name="profile-versions"),
     path("profile-versions/<item_id:pk>/", memory_items.ProfileVersionView.as_view(), name="profile-version"),
     path(
@@ -100,6 +104,9 @@ urlpatterns = [
     path("exports/<item_id:pk>/", governance.ExportView.as_view(), name="export"),
     path("imports/<item_id:pk>/", governance.ImportView.as_view(), name="import"),
     path("exports/<item_id:pk>/download/", governance.ExportDownloadView.as_view(), name="export-download"),
+    # Escalations to a supervisor
+    path("escalations/", escalations.EscalationsView.as_view(), name="escalations"),
+    path("escalations/<item_id:pk>/resolve/", escalations.EscalationResolveView.as_view(), name="escalation-resolve"),
     # Review of new long-term memory
     path("review/knowledge/", review.PendingKnowledgeView.as_view(), name="review-knowledge"),
     path("review/knowledge/<item_id:pk>/", review.KnowledgeDecisionView.as_view(), name="review-knowledge-decide"),

@@ -1,4 +1,5 @@
-"""The chat's forms: a message (with its idempotency key) and a correction of a remembered fact."""
+"""The chat's forms: a message (with its idempotency key), a correction of a remembered fact and what replaces one
+that is no longer true."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.conf import settings
 
 from chat.services import InvalidMessage, message_check
 from memory.services.governance import MAX_MEMORY_TEXT
+from memory.services.validity import MAX_NOTE
 
 
 def new_idempotency_key() -> str:
@@ -49,3 +51,7 @@ class KnowledgeCorrectionForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 2}),
         error_messages={"required": "Write the corrected fact, or delete it instead."},
     )
+
+
+class OutdatedForm(forms.Form):
+    replacement = forms.CharField(label="What is true now (optional)", max_length=MAX_NOTE, required=False)

@@ -23,5 +23,7 @@ urlpatterns = [
     path("<str:assistant_id>/memory/topics/<int:segment_id>/forget/", views.segment_forget, name="segment_forget"),
     path("<str:assistant_id>/memory/facts/<int:entry_id>/correct/", views.knowledge_correct, name="knowledge_correct"),
     path("<str:assistant_id>/memory/facts/<int:entry_id>/forget/", views.knowledge_forget, name="knowledge_forget"),
+    path("<str:assistant_id>/memory/<str:what>/<int:item_id>/outdated/", views.item_outdated, name="item_outdated"),
+    path("<str:assistant_id>/memory/<str:what>/<int:item_id>/current/", views.item_current, name="item_current"),
     path("<str:assistant_id>/memory/profile/<int:version_id>/forget/", views.profile_forget, name="profile_forget"),
 ]

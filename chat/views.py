@@ -23,7 +23,7 @@ from django.utils.http import urlencode
 from django.utils.text import get_valid_filename
 from django.views.decorators.http import require_GET, require_POST
 
-from chat.forms import KnowledgeCorrectionForm, MessageForm
+from chat.forms import KnowledgeCorrectionForm, MessageForm, OutdatedForm
 from chat.services import ReplyResult, reply_generate
 from memory.items import ITEM_KINDS
 from memory.models import Assistant, EndUser
@@ -354,6 +354,46 @@ def knowledge_correct(request: HttpRequest, assistant_id: str, entry_id: int) ->
     if request.htmx:
         return render(request, "chat/memory.html#memory-body", context)
     return render(request, "chat/memory.html", context, status=400)
+
+
+# What the end user calls each kind that can be marked no longer true, and what they are told after each mark.
+DATED = {"facts": ("knowledge", "that fact"), "turns": ("page", "that turn")}
+
+
+def _dated_or_404(end_user: EndUser, assistant: Assistant, what: str, item_id: int):
+    """The end user's own fact or turn (`what`: facts or turns) with its kind, or 404."""
+    if what not in DATED:
+        raise Http404("No such memory")
+    kind = ITEM_KINDS[DATED[what][0]]
+    return kind, _own_or_404(kind.get, end_user, assistant=assistant, id=item_id)
+
+
+@require_POST
+@login_required
+def item_outdated(request: HttpRequest, assistant_id: str, what: str, item_id: int) -> HttpResponse:
+    """Mark one of the end user's facts or turns as no longer true, with what is true now if they say; it stays
+    listed as "used to", and is never used as current memory."""
+    end_user, assistant = _pair_or_404(request, assistant_id)
+    kind, item = _dated_or_404(end_user, assistant, what, item_id)
+    form = OutdatedForm(request.POST)
+    if not form.is_valid():
+        return _memory_changed(request, end_user, assistant, "Nothing was changed: what is true now is too long.")
+    who = {"actor": Actor.end_user(end_user), "reason": REASON}
+    try:
+        kind.item_mark(item, "outdated", replacement=form.cleaned_data["replacement"], **who)
+    except governance.GovernanceError as exc:
+        return _memory_changed(request, end_user, assistant, f"Nothing was changed: {exc}.")
+    return _memory_changed(request, end_user, assistant, f"Noted: {DATED[what][1]} is no longer true.")
+
+
+@require_POST
+@login_required
+def item_current(request: HttpRequest, assistant_id: str, what: str, item_id: int) -> HttpResponse:
+    """Undo "no longer true" on one of the end user's facts or turns."""
+    end_user, assistant = _pair_or_404(request, assistant_id)
+    kind, item = _dated_or_404(end_user, assistant, what, item_id)
+    kind.item_mark(item, "current", actor=Actor.end_user(end_user), reason=REASON)
+    return _memory_changed(request, end_user, assistant, f"Noted: {DATED[what][1]} is true again.")
 
 
 @require_POST

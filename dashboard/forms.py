@@ -9,6 +9,7 @@ from memory.bundles import BundleInvalid, bundle_parse
 from memory.models import PersonalDataAction, ReviewMode
 from memory.personal_data import CATEGORIES, LABELS
 from memory.services.governance import MAX_MEMORY_TEXT
+from memory.services.validity import MAX_NOTE
 
 USER_SORT_CHOICES = [("recent", "Last active"), ("heat", "Hottest memory"), ("name", "Name")]
 OVERVIEW_DAYS = [(7, "7 days"), (30, "30 days"), (90, "90 days")]
@@ -32,6 +33,30 @@ class ReasonForm(forms.Form):
 class KnowledgeEditForm(ReasonForm):
     text = forms.CharField(max_length=MAX_MEMORY_TEXT, widget=forms.Textarea(attrs={"rows": 3}), label="Fact")
     field_order = ["text", "reason"]
+
+
+class OutdatedForm(ReasonForm):
+    replacement = forms.CharField(
+        max_length=MAX_NOTE,
+        required=False,
+        label="Replacing value",
+        widget=forms.TextInput(attrs={"placeholder": "e.g. tea"}),
+        help_text="Optional: what is true now. Shown beside the outdated one; the history stays readable.",
+    )
+    field_order = ["replacement", "reason"]
+
+
+class EscalationForm(forms.Form):
+    note = forms.CharField(
+        max_length=MAX_NOTE,
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "e.g. the customer says this is no longer true"}),
+        help_text="What a supervisor should look at. Kept in the audit log with your name.",
+    )
+
+
+class EscalationSettleForm(forms.Form):
+    resolution = forms.CharField(max_length=MAX_NOTE, widget=forms.Textarea(attrs={"rows": 2}), label="Resolution")
+    dismiss = forms.BooleanField(required=False)
 
 
 class KeywordsField(forms.CharField):

@@ -5,6 +5,7 @@ from django.urls import include, path
 from dashboard.views import (
     actions,
     audit,
+    escalations,
     gdpr,
     home,
     items,
@@ -32,6 +33,9 @@ console = [
     path("pages/<int:page_id>/", items.page, name="page"),
     path("knowledge/<int:entry_id>/", items.knowledge, name="knowledge"),
     path("act/<str:kind>/<int:item_id>/<str:action>/", actions.memory_action, name="action"),
+    path("flag/<str:kind>/<int:item_id>/", escalations.escalation_flag, name="escalation_flag"),
+    path("escalations/", escalations.escalation_queue, name="escalations"),
+    path("escalations/<int:escalation_id>/", escalations.escalation_settle, name="escalation_settle"),
     path("audit/", audit.audit_log, name="audit"),
     path("audit.csv", audit.audit_csv, name="audit_csv"),
     path("audit/verify/", audit.audit_chain, name="audit_verify"),

@@ -1,9 +1,10 @@
 """The kinds of memory item people change by hand (page, segment, knowledge, profile version), in one table.
 
 Each kind names its model, what people call it, its flags, the fields its update service edits, how to find one in
-a tenant, its update and forget services, and (facts and profile versions) its review service. The console's
-actions, buttons and review queue, the API's item and review routes and the 404 messages of both read this table:
-adding a flag or a kind means changing it and its services, nothing else.
+a tenant, its update and forget services, (facts and profile versions) its review service and (facts and turns) its
+outdated and current services. The console's actions, buttons and review queue, the API's item, outdated and review
+routes and the 404 messages of both read this table: adding a flag or a kind means changing it and its services,
+nothing else.
 The services themselves need no table: an item knows its kind (`item_kind`) and its owner (`end_user`).
 """
 
@@ -16,7 +17,7 @@ from django.db.models import Model
 
 from memory.models import KnowledgeEntry, Page, ProfileVersion, Segment
 from memory.selectors.items import knowledge_get, page_get, profile_version_get, segment_get
-from memory.services import forgetting, governance, review
+from memory.services import forgetting, governance, review, validity
 from memory.services.forgetting import ForgetImpact
 from memory.services.governance import FLAG_VERBS
 
@@ -39,21 +40,33 @@ class ItemKind:
     forget: Callable[..., ForgetImpact]
     impact: Callable[..., ForgetImpact]  # what forget would do, computed by the same plan, changing nothing
     review: Callable[..., Model] | None = None  # approve, edit and approve, or reject one awaiting review
+    # mark it no longer true (kept as history, with a replacing value) and current again: facts and turns
+    outdated: Callable[..., bool] | None = None
+    current: Callable[..., bool] | None = None
 
     @property
     def reviewable(self) -> bool:
         return self.review is not None
 
     @property
+    def dated(self) -> bool:
+        """Whether items of this kind can be marked outdated (and current again)."""
+        return self.outdated is not None
+
+    @property
     def actions(self) -> tuple[str, ...]:
-        """Every action on an item of this kind: edit (when editable), each flag's set and clear, forget."""
+        """Every action on an item of this kind: edit (when editable), each flag's set and clear, outdated and current
+        (when dated), forget."""
         edit = ("edit",) if self.editable else ()
-        return (*edit, *(verb for flag in self.flags for verb in FLAG_VERBS[flag]), "forget")
+        dated = ("outdated", "current") if self.dated else ()
+        return (*edit, *(verb for flag in self.flags for verb in FLAG_VERBS[flag]), *dated, "forget")
 
     def buttons(self, item: Model) -> list[str]:
-        """The actions to offer on `item`: edit, pin or unpin and lock or unlock as its flags stand, forget."""
+        """The actions to offer on `item`: edit, pin or unpin and lock or unlock as its flags stand, outdated or
+        current as its validity stands, forget."""
         edit = ["edit"] if self.editable else []
-        return [*edit, *(FLAG_VERBS[flag][getattr(item, flag)] for flag in self.flags), "forget"]
+        dated = [("current" if item.valid_to else "outdated")] if self.dated else []
+        return [*edit, *(FLAG_VERBS[flag][getattr(item, flag)] for flag in self.flags), *dated, "forget"]
 
     def item_update(self, item: Model, **changes) -> bool:
         """Call the update service with `changes` (its fields and flags, actor, reason, request_id)."""
@@ -61,6 +74,11 @@ class ItemKind:
 
     def item_forget(self, item: Model, **who) -> ForgetImpact:
         return self.forget(**{self.param: item}, **who)
+
+    def item_mark(self, item: Model, action: str, **change) -> bool:
+        """Mark `item` outdated (actor, reason, replacement, request_id) or current (actor, reason, request_id)."""
+        service = {"outdated": self.outdated, "current": self.current}[action]
+        return service(**{self.param: item}, **change)
 
     def item_review(self, item: Model, **decision) -> Model:
         """Call the review service with the decision (decision, text, reason, actor, request_id)."""
@@ -85,6 +103,8 @@ ITEM_KINDS = {
             update=governance.page_update,
             forget=governance.page_forget,
             impact=forgetting.page_forget_impact,
+            outdated=validity.page_mark_outdated,
+            current=validity.page_mark_current,
         ),
         ItemKind(
             name="segment",
@@ -110,6 +130,8 @@ ITEM_KINDS = {
             forget=governance.knowledge_forget,
             impact=forgetting.knowledge_forget_impact,
             review=review.knowledge_review,
+            outdated=validity.knowledge_mark_outdated,
+            current=validity.knowledge_mark_current,
         ),
         ItemKind(
             name="profile_version",

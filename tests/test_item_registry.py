@@ -12,12 +12,13 @@ import inspect
 import pytest
 from django.urls import resolve
 
-from api.views.memory_items import ItemForgetView, ItemView
+from api.views.memory_items import ItemForgetView, ItemMarkView, ItemView
 from dashboard.templatetags.console import memory_actions
 from dashboard.views.actions import EDIT_FORMS
 from memory.items import FLAG_ACTIONS, ITEM_KINDS, ItemKind
 from memory.services.governance import FLAG_VERBS
 from tests.api.routes import ROUTES
+from tests.builders import T0
 from tests.dashboard.test_actions import ACTIONS as CONSOLE_TESTED_ACTIONS
 
 KINDS = list(ITEM_KINDS.values())
@@ -26,10 +27,12 @@ WHO = {"actor", "reason", "request_id"}
 
 
 def console_actions(kind: ItemKind) -> set[str]:
-    """Every button the console shows on an item of this kind, with its flags all clear and all set."""
+    """Every button the console shows on an item of this kind, with its flags all clear and all set (and, for the
+    kinds that have one, its validity ended and not)."""
     shown = set()
     for state in (False, True):
-        item = kind.model(**dict.fromkeys(kind.flags, state))
+        dated = {"valid_to": T0 if state else None} if kind.dated else {}
+        item = kind.model(**dict.fromkeys(kind.flags, state), **dated)
         shown |= {action for action, _label in memory_actions(kind.name, item)}
     return shown
 
@@ -44,12 +47,24 @@ def api_patch_fields(kind: ItemKind) -> set[str]:
     return set(api_views(kind)[0].patch_class().fields) - {"reason"}
 
 
+def api_marks(kind: ItemKind) -> set[str]:
+    """The outdated and current routes the API has for this kind (each of its own view, reading the registry)."""
+    marks = set()
+    for action in ("outdated", "current"):
+        view = resolve(f"/api/v1/{API_PATHS[kind.name]}/1/{action}/").func.view_class
+        if issubclass(view, ItemMarkView) and view.kind is kind and view.action == action:
+            marks.add(action)
+    return marks
+
+
 def api_actions(kind: ItemKind) -> set[str]:
-    """What the API lets a client do to an item of this kind: its PATCH fields as actions, and forget."""
+    """What the API lets a client do to an item of this kind: its PATCH fields as actions, outdated and current,
+    and forget."""
     fields = api_patch_fields(kind)
     actions = {verb for flag in fields & FLAG_VERBS.keys() for verb in FLAG_VERBS[flag]}
     actions |= {"edit"} if fields - FLAG_VERBS.keys() else set()
     forget = api_views(kind)[1]
+    actions |= api_marks(kind)
     return actions | ({"forget"} if issubclass(forget, ItemForgetView) and forget.kind is kind else set())
 
 
@@ -106,3 +121,5 @@ def test_the_http_tests_walk_every_action_and_route_of_the_registry():
     assert set(CONSOLE_TESTED_ACTIONS) == registry
     for kind in KINDS:
         assert {("patch", API_PATHS[kind.name]), ("post", API_PATHS[kind.name])} <= api_routes
+    marked = {route.path.split("/")[0] for route in ROUTES if route.path.endswith(("/outdated/", "/current/"))}
+    assert marked == {API_PATHS[kind.name] for kind in KINDS if kind.dated}

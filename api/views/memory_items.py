@@ -1,7 +1,8 @@
 """Memory items of the caller's tenant: pages, segments (with heat history), knowledge entries, profile versions.
 
-Each can be listed, read, changed with PATCH (edit, pin, lock: whatever its kind supports, as memory.items says) and
-forgotten. Every change goes through the kind's update or forget service with a required reason, and is audited with
+Each can be listed, read, changed with PATCH (edit, pin, lock: whatever its kind supports, as memory.items says),
+marked outdated or current (facts and pages) and forgotten.
+Every change goes through the kind's update or forget service with a required reason, and is audited with
 the caller as actor. Every read is audited too (`memory.read`, as the MCP tools and the console audit theirs): one
 entry per user whose memory a list's page of results shows, one for an item read.
 """
@@ -118,6 +119,27 @@ class ItemForgetView(ApiView):
         return body
 
 
+class ItemMarkView(ApiView):
+    # Marks one item of `kind` outdated (kept as history, with a replacing value) or current again, through the kind's
+    # validity service; answers the item as it now is. Marking it as it already is changes nothing and is not audited.
+    # Not a docstring: drf-spectacular would show it as every such route's description.
+
+    required_scopes = {"POST": "write"}
+    kind: ItemKind
+    action: str  # "outdated" or "current"
+
+    def post(self, request, pk: int):
+        item = get_or_not_found(self.kind.get, tenant=self.tenant, id=pk)
+        data = self.valid(serializers.OutdatedIn if self.action == "outdated" else serializers.CurrentIn)
+        self.kind.item_mark(item, self.action, **data, actor=self.actor, request_id=self.request_id)
+        return Response(self.serializer_class(get_or_not_found(self.kind.get, tenant=self.tenant, id=pk)).data)
+
+
+def _mark_schema(operation_id: str, action: str, out: type[Serializer]):
+    body = serializers.OutdatedIn if action == "outdated" else serializers.CurrentIn
+    return extend_schema_view(post=extend_schema(operation_id=operation_id, request=body, responses={200: out}))
+
+
 def _forget_schema(operation_id: str):
     return extend_schema_view(
         post=extend_schema(
@@ -177,6 +199,16 @@ class PageView(ItemView):
 @_forget_schema("pages_forget")
 class PageForgetView(ItemForgetView):
     kind = ITEM_KINDS["page"]
+
+
+@_mark_schema("pages_outdated", "outdated", serializers.PageOut)
+class PageOutdatedView(ItemMarkView):
+    kind, action, serializer_class = ITEM_KINDS["page"], "outdated", serializers.PageOut
+
+
+@_mark_schema("pages_current", "current", serializers.PageOut)
+class PageCurrentView(ItemMarkView):
+    kind, action, serializer_class = ITEM_KINDS["page"], "current", serializers.PageOut
 
 
 # --- Segments ---------------------------------------------------------------------------------------------------
@@ -247,6 +279,16 @@ class KnowledgeView(ItemView):
 @_forget_schema("knowledge_forget")
 class KnowledgeForgetView(ItemForgetView):
     kind = ITEM_KINDS["knowledge"]
+
+
+@_mark_schema("knowledge_outdated", "outdated", serializers.KnowledgeOut)
+class KnowledgeOutdatedView(ItemMarkView):
+    kind, action, serializer_class = ITEM_KINDS["knowledge"], "outdated", serializers.KnowledgeOut
+
+
+@_mark_schema("knowledge_current", "current", serializers.KnowledgeOut)
+class KnowledgeCurrentView(ItemMarkView):
+    kind, action, serializer_class = ITEM_KINDS["knowledge"], "current", serializers.KnowledgeOut
 
 
 # --- Profile ----------------------------------------------------------------------------------------------------

@@ -33,12 +33,23 @@ def heat_class(value: float | None) -> str:
     return "heat-warm" if value >= threshold / 2 else "heat-cool"
 
 
+# the others read as their verb
+ACTION_LABELS = {"outdated": "Mark outdated", "current": "Mark current", "flag": "Flag for a supervisor"}
+
+
+@register.filter
+def action_label(action: str) -> str:
+    """What an action's button says: "Mark outdated", "Pin"."""
+    return ACTION_LABELS.get(action, action.capitalize())
+
+
 @register.simple_tag
 def memory_actions(kind: str, item) -> list[tuple[str, str]]:
-    """The (action, label) pairs for an item's buttons: pin or unpin, lock or unlock as its flags stand."""
+    """The (action, label) pairs for an item's buttons: pin or unpin, lock or unlock as its flags stand, mark
+    outdated or current as its validity stands."""
     if kind not in ITEM_KINDS:
         return []
-    return [(action, action.capitalize()) for action in ITEM_KINDS[kind].buttons(item)]
+    return [(action, action_label(action)) for action in ITEM_KINDS[kind].buttons(item)]
 
 
 @functools.lru_cache(maxsize=512)

@@ -1,6 +1,6 @@
-"""Changing memory by hand: edit, pin, unpin, lock, unlock and forget, each with a reason, through the governance
-services (which write the audit). Supervisors and admins only. GET shows the form (an HTMX modal, or a page), POST
-applies it and goes back to where the operator came from."""
+"""Changing memory by hand: edit, pin, unpin, lock, unlock, mark outdated or current and forget, each with a reason,
+through the governance and validity services (which write the audit). Supervisors and admins only. GET shows the
+form (an HTMX modal, or a page), POST applies it and goes back to where the operator came from."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
 from dashboard.console import actor_of, console_or_404, get_or_404, page_or_partial, request_id_of, safe_next
-from dashboard.forms import KnowledgeEditForm, ProfileEditForm, ReasonForm, SegmentEditForm
+from dashboard.forms import KnowledgeEditForm, OutdatedForm, ProfileEditForm, ReasonForm, SegmentEditForm
 from memory.items import FLAG_ACTIONS, ITEM_KINDS, ItemKind
 from memory.roles import Permission
 from memory.selectors.items import profile_version_list
@@ -32,6 +32,8 @@ def _kind_or_404(kind: str, action: str) -> ItemKind:
 
 
 def _form(kind: ItemKind, action: str, item, data=None) -> ReasonForm:
+    if action == "outdated":
+        return OutdatedForm(data)
     if action != "edit":
         return ReasonForm(data)
     return EDIT_FORMS[kind.name](data, initial={field: getattr(item, field) for field in kind.editable})
@@ -43,6 +45,12 @@ def _apply(request: HttpRequest, kind: ItemKind, action: str, item, form: Reason
     if action == "forget":
         impact = kind.item_forget(item, **who).describe(kind.name)
         return f"The {kind.label} was forgotten ({impact}). The audit keeps only who, when, why and these counts."
+    if action == "outdated":
+        changed = kind.item_mark(item, action, replacement=form.cleaned_data["replacement"], **who)
+        return f"The {kind.label} is now outdated." if changed else f"The {kind.label} was already outdated."
+    if action == "current":
+        changed = kind.item_mark(item, action, **who)
+        return f"The {kind.label} is current again." if changed else f"The {kind.label} was already current."
     if action == "edit":
         kind.item_update(item, **{field: form.cleaned_data[field] for field in kind.editable}, **who)
         return f"The {kind.label} was changed."

@@ -16,6 +16,7 @@ from memory.services.gdpr import user_erase
 from memory.services.gdpr_export import export_build, export_request
 from memory.services.import_jobs import memory_import_queue
 from memory.services.tenancy import end_user_create
+from memory.services.validity import escalation_open
 from tests import builders
 from tests.builders import T0
 from tests.bundles import bundle_of
@@ -133,6 +134,7 @@ def ids(memory, alice, tenant) -> dict:
     export_build(job_id=job.pk)
     newcomer = end_user_create(tenant=tenant, external_id="newcomer")
     queued = memory_import_queue(end_user=newcomer, bundle=bundle_of(alice), actor=Actor.system("test"))
+    flagged = escalation_open(tenant=tenant, item=memory.knowledge, actor=Actor.system("test"), note="Still true?")
     return {
         "user": "alice",
         "assistant": "ava",
@@ -143,4 +145,5 @@ def ids(memory, alice, tenant) -> dict:
         "receipt": receipt.pk,
         "export": job.pk,
         "import": queued.memory_import.pk,
+        "escalation": flagged.pk,
     }

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Route:
     method: str
-    path: str  # with {page}, {segment}, {knowledge}, {profile}, {receipt}, {export}, {user}, {assistant}
+    path: str  # with {page}, {segment}, {knowledge}, {profile}, {receipt}, {export}, {escalation}, {user}, {assistant}
     scope: str
     body: dict = field(default_factory=dict)
 
@@ -61,6 +61,8 @@ ROUTES = [
     Route("get", "pages/{page}/", "read"),
     Route("patch", "pages/{page}/", "write", {"pinned": True} | REASON),
     Route("post", "pages/{page}/forget/", "write", REASON),
+    Route("post", "pages/{page}/outdated/", "write", {"replacement": "Biscuit is a basset now"} | REASON),
+    Route("post", "pages/{page}/current/", "write", REASON),
     Route("get", "segments/", "read"),
     Route("get", "segments/{segment}/", "read"),
     Route("patch", "segments/{segment}/", "write", {"locked": True} | REASON),
@@ -70,6 +72,8 @@ ROUTES = [
     Route("get", "knowledge/{knowledge}/", "read"),
     Route("patch", "knowledge/{knowledge}/", "write", {"text": "Alice has two beagles."} | REASON),
     Route("post", "knowledge/{knowledge}/forget/", "write", REASON),
+    Route("post", "knowledge/{knowledge}/outdated/", "write", {"replacement": "Alice has a basset."} | REASON),
+    Route("post", "knowledge/{knowledge}/current/", "write", REASON),
     Route("get", "profile-versions/", "read"),
     Route("get", "profile-versions/{profile}/", "read"),
     Route("patch", "profile-versions/{profile}/", "write", {"locked": True} | REASON),
@@ -80,6 +84,9 @@ ROUTES = [
     Route("get", "exports/{export}/", "govern"),
     Route("get", "exports/{export}/download/", "govern"),
     Route("get", "imports/{import}/", "govern"),
+    Route("get", "escalations/", "write"),
+    Route("post", "escalations/", "read", {"kind": "knowledge", "id": 1, "note": "Is this still true?"}),
+    Route("post", "escalations/{escalation}/resolve/", "write", {"resolution": "Marked outdated"}),
     Route("get", "review/knowledge/", "govern"),
     Route("post", "review/knowledge/{knowledge}/", "govern", {"decision": "approve"}),
     Route("get", "review/profile-versions/", "govern"),

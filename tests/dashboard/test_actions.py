@@ -1,5 +1,5 @@
-"""Edit, pin, unpin, lock, unlock and forget: reason required, audited, per role (agent and dpo 403; supervisor and
-admin may), and across tenants (404). Each works as an HTMX modal and as a plain form."""
+"""Edit, pin, unpin, lock, unlock, mark outdated or current and forget: reason required, audited, per role (agent
+and dpo 403; supervisor and admin may), and across tenants (404). Each works as an HTMX modal and as a plain form."""
 
 from __future__ import annotations
 
@@ -24,7 +24,9 @@ def _item(space, kind: str):
 
 
 def _prepare(item, action: str) -> None:
-    """Unpin and unlock need a pinned or locked item to change."""
+    """Unpin and unlock need a pinned or locked item to change; mark current an outdated one."""
+    if action == "current":
+        type(item).objects.filter(pk=item.pk).update(valid_to=builders.T0, outdated_note="tea")
     if action in ("unpin", "unlock"):
         builders.flags_set(item, **{"pinned" if action == "unpin" else "locked": True})
 
@@ -35,12 +37,16 @@ def _post_data(kind: str, action: str) -> dict:
         data |= {"summary": "Trips to Lisbon", "keywords": "lisbon, travel"}
     elif action == "edit":
         data["text"] = "The user is vegetarian."
+    elif action == "outdated":
+        data["replacement"] = "tea"
     return data
 
 
 ACTIONS = [
     ("page", "pin"),
     ("page", "unpin"),
+    ("page", "outdated"),
+    ("page", "current"),
     ("page", "forget"),
     ("segment", "edit"),
     ("segment", "pin"),
@@ -53,6 +59,8 @@ ACTIONS = [
     ("knowledge", "unpin"),
     ("knowledge", "lock"),
     ("knowledge", "unlock"),
+    ("knowledge", "outdated"),
+    ("knowledge", "current"),
     ("knowledge", "forget"),
     ("profile_version", "lock"),
     ("profile_version", "unlock"),
@@ -71,6 +79,8 @@ def _changed(kind: str, action: str, item) -> bool:
     fresh = model.objects.get(pk=item.pk)
     if action == "edit":
         return (fresh.summary if kind == "segment" else fresh.text) in ("Trips to Lisbon", "The user is vegetarian.")
+    if action in ("outdated", "current"):
+        return (fresh.valid_to is not None) is (action == "outdated")
     flag = "pinned" if action in ("pin", "unpin") else "locked"
     return getattr(fresh, flag) is (action in ("pin", "lock"))
 

@@ -1,0 +1,42 @@
+"""Reads of escalations: a tenant's queue, oldest first, and one escalation with the item it names."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from django.db.models import QuerySet
+
+from memory.models import Escalation, EscalationState, KnowledgeEntry, Page, ProfileVersion, Segment, Tenant
+
+TARGET_MODELS = {model.item_kind: model for model in (Page, Segment, KnowledgeEntry, ProfileVersion)}
+
+
+def escalation_list(*, tenant: Tenant, state: str | None = EscalationState.OPEN) -> QuerySet[Escalation]:
+    """The tenant's escalations in `state` (None: all), oldest first, with their owner and who flagged and settled
+    them."""
+    escalations = Escalation.objects.filter(tenant=tenant)
+    if state is not None:
+        escalations = escalations.filter(state=state)
+    return escalations.select_related("end_user", "flagged_by", "resolved_by").order_by("created_at", "pk")
+
+
+def escalation_get(*, tenant: Tenant, id: int) -> Escalation:
+    """One escalation of `tenant`; raises Escalation.DoesNotExist (another tenant's id too)."""
+    return escalation_list(tenant=tenant, state=None).get(pk=id)
+
+
+def escalation_targets(escalations: Iterable[Escalation]) -> list[Escalation]:
+    """The escalations, each with `target`: the item it names, or None once forgotten. One query per kind named."""
+    escalations = list(escalations)
+    wanted: dict[str, set[int]] = defaultdict(set)
+    for escalation in escalations:
+        wanted[escalation.target_type].add(escalation.target_id)
+    found = {}
+    for kind, ids in wanted.items():
+        model = TARGET_MODELS.get(kind)
+        if model is not None:
+            found |= {(kind, item.pk): item for item in model.objects.filter(pk__in=ids).without_vectors()}
+    for escalation in escalations:
+        escalation.target = found.get((escalation.target_type, escalation.target_id))
+    return escalations
