@@ -19,7 +19,7 @@ from django.db.models import F
 
 from memory.models import KnowledgeEntry, Page, ProfileVersion, ReviewState
 from memory.models.integration import JobKind
-from memory.models.tiers import ProfileAuthor
+from memory.models.tiers import KnowledgeKind, ProfileAuthor
 from memory.profile_withdrawal import ProfileWithdrawal, profile_without
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
@@ -29,6 +29,8 @@ from memory.services.jobs import jobs_due
 from memory.services.legal_hold import legal_hold_check, legal_hold_for_deletion
 from memory.services.personal_data import text_for_storage
 from memory.services.promotion import text_hash
+from memory.services.supersession import knowledge_supersede
+from memory.validity import first_slot
 
 APPROVE, REJECT = "approve", "reject"
 
@@ -81,6 +83,10 @@ def _knowledge_decide(entry, decision, *, actor, reason, text, request_id, turns
     if decision == REJECT:
         who = {"actor": actor, "reason": reason, "request_id": request_id}
         entry.rejection = _rejection_apply(entry, turns_withheld=turns_withheld, **who)
+    else:  # a fact awaiting review replaced nothing; approved, it replaces what it gives a new value of
+        entry.slot = first_slot(entry.text)[:80] if entry.kind == KnowledgeKind.USER else ""
+        KnowledgeEntry.objects.filter(pk=entry.pk).update(slot=entry.slot)
+        knowledge_supersede(entries=[entry], actor=actor)
     return entry
 
 

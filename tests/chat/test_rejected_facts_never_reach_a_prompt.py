@@ -27,7 +27,6 @@ REVIEWER = Actor.system("test-reviewer")
 FACTS = ["Alice sees a therapist about her anxiety.", "Alice was diagnosed with diabetes in May."]
 TURNS = ["I see a therapist about my anxiety every Monday.", "The doctor diagnosed me with diabetes in May."]
 QUESTION = "Do I see a therapist about my anxiety, and was I diagnosed with diabetes?"
-WITHHELD_PENDING = "retrieval skips withheld pages (not on this branch yet): a withheld turn is quoted"
 
 
 def held(item):
@@ -59,9 +58,7 @@ def assert_nothing_rejected_in(prompt: str) -> None:
     for fact in FACTS:
         assert fact.casefold() not in folded
     assert "alice likes tea." in folded  # the profile did reach it, without the rejected lines
-    leaked = [turn for turn in TURNS if turn.casefold() in folded]
-    if leaked:
-        pytest.skip(f"{WITHHELD_PENDING}: {leaked[0]!r}")
+    assert not [turn for turn in TURNS if turn.casefold() in folded]  # nor the turns that stated them
 
 
 @pytest.fixture

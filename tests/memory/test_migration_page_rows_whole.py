@@ -11,6 +11,7 @@ from django.db import connection
 from tests import builders
 from tests.memory.migrating import latest as _latest
 from tests.memory.migrating import migrate as _migrate
+from tests.memory.migrating import page_before
 
 BEFORE = [("memory", "0021_segment_pinned_index")]
 
@@ -38,7 +39,8 @@ def texts_out_of_line(page_id: int) -> list[str]:
 
 def a_long_turn(space):
     segment = builders.segment(space, summary="band", keywords=["band"])
-    return builders.page(space, segment=segment, user_message=MESSAGE, assistant_reply=REPLY, chain_summary=REPLY)
+    fields = {"user_message": MESSAGE, "assistant_reply": REPLY, "chain_summary": REPLY}
+    return page_before(BEFORE, space=space, segment=segment, **fields)
 
 
 @pytest.mark.django_db(transaction=True)

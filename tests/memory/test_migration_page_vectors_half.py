@@ -11,6 +11,7 @@ from memory.retrieval import _vector_text
 from tests import builders
 from tests.memory.migrating import latest as _latest
 from tests.memory.migrating import migrate as _migrate
+from tests.memory.migrating import page_before
 
 BEFORE = [("memory", "0023_page_rows_rewritten_whole")]
 DIMENSIONS = 384
@@ -42,7 +43,7 @@ def test_page_vectors_stored_before_are_kept_in_half_precision_with_their_bits_c
     embedding, topic = unit_vector(1), unit_vector(2)
     try:
         _migrate(BEFORE)
-        page = builders.page(space, segment=builders.segment(space, summary="band", keywords=["band"]))
+        page = page_before(BEFORE, space=space, segment=builders.segment(space, summary="band", keywords=["band"]))
         with connection.cursor() as cursor:
             cursor.execute(
                 "UPDATE memory_page SET embedding = %s::vector, topic_embedding = %s::vector WHERE id = %s",

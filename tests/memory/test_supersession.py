@@ -109,3 +109,14 @@ def test_a_model_naming_a_fact_it_was_not_shown_adds_a_new_fact(space, llm_mode)
         segment_promote(segment_id=segment.id, now=NOW)
     theirs.refresh_from_db()
     assert theirs.valid_to is None and _fact(space, "Moved house").valid_to is None
+
+
+def test_a_fact_approved_in_review_then_replaces_the_earlier_one(space):
+    from memory.services.audit import Actor
+    from memory.services.review import knowledge_review
+
+    _promote(space, "I live in Porto.")
+    builders.personal_data_policy(space.tenant, review_mode="review_all")
+    _promote(space, "We moved to Leeds.", at=T0 + timedelta(days=2))
+    knowledge_review(entry=_fact(space, "Leeds"), decision="approve", actor=Actor.system("test-reviewer"))
+    assert _fact(space, "Porto").superseded_by_id == _fact(space, "Leeds").id
