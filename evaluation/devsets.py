@@ -55,8 +55,11 @@ class Transcript:
         session, turn = user_id[1:].split(":")
         return f"D{session}:{int(turn) + 1}"
 
-    def ask(self, question: str, answer: str, evidence: list[str], category: int) -> None:
-        self.qa.append({"question": question, "answer": answer, "evidence": evidence, "category": category})
+    def ask(self, question: str, answer: str, evidence: list[str], category: int, **validity: str) -> None:
+        """A question; `validity` (about a fact that changed) names which value it asks for, "current" or
+        "previous", and the other value, which a right answer must not give (evaluation/currency_eval.py)."""
+        entry = {"question": question, "answer": answer, "evidence": evidence, "category": category}
+        self.qa.append(entry | validity)
 
     def date_of(self, dia_id: str) -> str:
         return _day(self.dates[int(dia_id[1:].split(":")[0]) - 1])
@@ -296,10 +299,12 @@ def _fact_questions(rng: random.Random, chat: Transcript, said: dict, kinds: lis
         if not history:
             continue
         value, dia_id = history[-1]
-        chat.ask(rng.choice(kind.current).format(name=chat.user), value, [dia_id], SINGLE_HOP)
+        changed = {"validity": "current", "other_value": history[-2][0]} if len(history) > 1 else {}
+        chat.ask(rng.choice(kind.current).format(name=chat.user), value, [dia_id], SINGLE_HOP, **changed)
         if len(history) > 1 and kind.previous:
             previous, previous_id = history[-2]
-            chat.ask(rng.choice(kind.previous).format(name=chat.user), previous, [previous_id], OPEN_DOMAIN)
+            question = rng.choice(kind.previous).format(name=chat.user)
+            chat.ask(question, previous, [previous_id], OPEN_DOMAIN, validity="previous", other_value=value)
         if kind.when:
             question = rng.choice(kind.when).format(name=chat.user, v=value)
             chat.ask(question, chat.date_of(dia_id), [dia_id], TEMPORAL)
@@ -311,11 +316,12 @@ def _trip_questions(rng: random.Random, chat: Transcript, said: dict) -> None:
         return
     destination, day = history[-1][0].split("|")
     question = rng.choice(("When does {name} fly out to {d}?", "What is the departure date of {name}'s {d} holiday?"))
-    chat.ask(question.format(name=chat.user, d=destination), day, [history[-1][1]], TEMPORAL)
+    first_day = history[0][0].split("|")[1]
+    changed = {"validity": "current", "other_value": first_day} if len(history) > 1 else {}
+    chat.ask(question.format(name=chat.user, d=destination), day, [history[-1][1]], TEMPORAL, **changed)
     if len(history) > 1:
-        first_day = history[0][0].split("|")[1]
         question = f"Before the change of plans, when was {chat.user} supposed to leave for {destination}?"
-        chat.ask(question, first_day, [history[0][1]], OPEN_DOMAIN)
+        chat.ask(question, first_day, [history[0][1]], OPEN_DOMAIN, validity="previous", other_value=day)
 
 
 PAIRS = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from memory.models import AuditEntry, Segment
 from memory.services.tenancy import assistant_create
@@ -99,9 +100,12 @@ def test_reading_each_tab_is_audited_as_a_read_of_that_tier(client, agent_user, 
     assert {(r.subject_id, r.actor_label, r.target_id) for r in reads} == {(alice.pk, "agent-of-acme", alice_space.pk)}
 
 
-def test_an_agent_sees_no_action_buttons_and_a_supervisor_does(client, agent_user, supervisor_user, alice, alice_space):
+def test_an_agent_sees_only_the_flag_button_and_a_supervisor_every_action(
+    client, agent_user, supervisor_user, alice, alice_space
+):
     client.force_login(agent_user)
-    assert "data-action=" not in client.get(url(alice), {"tab": "long-term"}).content.decode()
+    actions = set(re.findall(r'data-action="([a-z]+)"', client.get(url(alice), {"tab": "long-term"}).content.decode()))
+    assert actions <= {"flag"}  # an agent hands an item on to a supervisor, and changes nothing itself
 
     client.force_login(supervisor_user)
     assert 'data-action="forget"' in client.get(url(alice)).content.decode()
