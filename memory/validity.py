@@ -98,11 +98,12 @@ DRINKS = _any(
 DRINK_WORD = r"(?!given |gave |up |quit |stopped |no |never )[\w'’-]{1,20} "
 DRINK_VALUE = rf"(?P<value>(?:{DRINK_WORD}){{0,3}}?{DRINKS}(?: {DRINKS})?" + r"(?: with (?-i:[a-z][\w'’-]{1,20}))?)"
 # "have" claims a drink only as a habit: "I have a matcha latte every morning", not "I have a coffee with Bob".
-HABIT = (
-    r"(?=[^.!?]{0,40}\b"
+HABIT_CUE = (
+    r"\b"
     + _any("every", "each", "mornings?", "daily", "usually", "always", "first thing", "instead", "now", "these days")
-    + r"\b)"
+    + r"\b"
 )
+DEST = PLACE.replace("value", "dest")
 NAME = r"(?P<value>[A-Z][\w'’-]{1,30})"
 DAY = r"(?:the )?\d{1,2}(?:st|nd|rd|th)?(?: of)? [A-Z][a-z]{2,8}"
 DATE_VALUE = (
@@ -149,6 +150,9 @@ GAVE_UP = _any(
 MOVED = _any(
     "moved", "rescheduled", "pushed back", "pushed", "postponed", "brought forward", "changed", "booked", "set"
 )
+GOT = _any("bought", "got", "picked up")
+NEW_DATE = "(?:new )?(?:departure|date)"
+LEAVE = _any("leave", "leaving", "fly", "flying", "depart", "departing", "head", "heading", "travel", "travelling")
 TRIP = _any("trip", "flight", "holiday", "vacation", "visit")
 DIETS = _any("vegetarian", "vegan", "pescatarian", "flexitarian", "gluten-free", "keto")
 
@@ -158,17 +162,26 @@ class _Rule:
     slot: str  # may name a group: "pet:{kind}" takes the kind the statement names
     pattern: re.Pattern[str]
     ends: bool = False  # the statement says the slot no longer holds the value
+    needs: tuple[re.Pattern[str], ...] = ()  # the sentence must also hold each of these (a first-person word, a cue)
 
 
-def _rule(slot: str, *parts: str, ends: bool = False) -> _Rule:
-    return _Rule(slot, re.compile("".join(parts)), ends)
+def _rule(slot: str, *parts: str, ends: bool = False, needs: tuple[str, ...] = ()) -> _Rule:
+    return _Rule(slot, re.compile("".join(parts)), ends, tuple(re.compile(n, re.IGNORECASE) for n in needs))
+
+
+# A sentence in the first person, for rules whose pattern does not start at its subject.
+FIRST_PERSON = r"\b(?:i|i'm|i've|i'd|i'll|me|my|we|we're|we've|us|our|the user|the user's)\b"
+HOME_CUE = r"\b(?:lease|keys|moved|moving|move|relocated|settling|settled|live|living|rent|renting|bought)\b"
 
 
 RULES = (
     # where they live
     _rule("home", SUBJECT, _i(rf"{LIVE} (?:back )?(?:to|in) (?:the city of )?"), PLACE),
     _rule("home", _i(rf"\b{WHOSE} (?:new )?{HOME} is (?:now )?(?:in|at) "), PLACE),
-    _rule("home", _i(rf"\b{WHOSE} new {HOME} in "), PLACE),
+    _rule("home", _i(rf"\b{WHOSE} (?:new |little |small |tiny |current )?{HOME} in "), PLACE),
+    _rule("home", _i(rf"\b{WHO}\b[^.!?]{{0,40}}?\b(?:moved|relocated) (?:back )?to "), PLACE),
+    _rule("home", _i(r"\b(?:an? |the )?(?:new |little |small )?(?:flat|apartment|house|home) in "), PLACE,
+          needs=(FIRST_PERSON, HOME_CUE)),
     # who they work for, and as what
     _rule("employer", SUBJECT, _i(rf"{WORK}(?: a new job| my new job| work)? (?:at|for) "), PLACE),
     _rule("employer", _i(rf"\b{WHOSE} (?:new )?(?:job|employer|company) is (?:at |with )?"), PLACE),
@@ -177,13 +190,18 @@ RULES = (
     _rule("occupation", _i(rf"\b{WHO}(?:'m| am| are| is| will be|'ll be) now (?=an? )"), PHRASE, PHRASE_END),
     # their usual drink
     _rule("drink", SUBJECT, _i(f"{DRINK} {A}"), _i(DRINK_VALUE)),
-    _rule("drink", SUBJECT, _i(f"(?:have|has|having) {A}"), _i(DRINK_VALUE), _i(HABIT)),
+    _rule("drink", SUBJECT, _i(f"(?:have|has|having|had) {A}"), _i(DRINK_VALUE), needs=(HABIT_CUE,)),
+    _rule("drink", _i(rf"\b(?:and|but|so) now (?:have|has|drink|drinks) {A}"), _i(DRINK_VALUE),
+          needs=(FIRST_PERSON,)),
+    _rule("drink", _i(f"\\b(?:days?|mornings?) (?:begins?|starts?) with {A}"), _i(DRINK_VALUE), needs=(FIRST_PERSON,)),
     _rule("drink", _i(rf"\b{WHOSE} (?:morning |usual |daily |go-to )?(?:drink|beverage|coffee order) is {A}"),
           _i(DRINK_VALUE)),
     _rule("drink", SUBJECT, _i(f"{GAVE_UP} (?:on )?(?:the |my )?"), _i(DRINK_VALUE), ends=True),
     # what they drive
     _rule("car", SUBJECT, _i("(?:drive|drives|driving) (?:a |an )"), PHRASE, PHRASE_END),
     _rule("car", _i(rf"\b{WHOSE} (?:new )?car is (?:now )?(?:a |an )"), PHRASE, PHRASE_END),
+    _rule("car", SUBJECT, _i(f"{GOT} (?:a |an |our |my )?(?:new |used |second-hand )?car[:,]? (?=an? )"), PHRASE,
+          PHRASE_END),
     # how they eat
     _rule("diet", _i(rf"\b{WHO}(?:'m| am| are| is|'re)(?: now| still)? (?P<value>{DIETS})\b")),
     # what they are called
@@ -193,9 +211,16 @@ RULES = (
     _rule("pet:{kind}", _i(rf"\b{WHOSE} (?P<kind>{PETS})(?:'s name is| is called| is named) "), NAME),
     # when a named trip is
     _rule(
-        "trip:{dest}", _i(rf"\b{WHOSE} {TRIP} to "), PLACE.replace("value", "dest"),
+        "trip:{dest}", _i(rf"\b{WHOSE} {TRIP} to "), DEST,
         _i(rf"(?: (?:is|was|has been|got|will be))?(?: {MOVED})?(?: to| on| for)? (?:the )?"), DATE_VALUE,
     ),
+    _rule("trip:{dest}", SUBJECT, _i(rf"{LEAVE} (?:out )?(?:for|to) "), DEST, _i(",? on (?:the )?"), DATE_VALUE),
+    _rule("trip:{dest}", DEST, _i(r",? (?:departing|leaving|flying out) (?:on )?(?:the )?"), DATE_VALUE,
+          needs=(FIRST_PERSON,)),
+    _rule("trip:{dest}", DEST, _i(r" (?:trip |holiday |flight |visit )?is now (?:on|for) (?:the )?"), DATE_VALUE,
+          needs=(FIRST_PERSON,)),
+    _rule("trip:{dest}", _i(r"\bthe "), DEST, _i(rf" {TRIP}\b[^.!?]{{0,40}}?\b{NEW_DATE} is (?:now )?"), DATE_VALUE,
+          needs=(FIRST_PERSON,)),
     # a favourite
     _rule(
         "favourite:{kind}", _i(rf"\b{WHOSE} (?:new )?favou?rite (?P<kind>[a-z]{{2,20}}(?: [a-z]{{2,20}})?) is "),
@@ -260,9 +285,11 @@ def claims(text: str) -> list[Claim]:
     for sentence in _statements(text):
         said: list[tuple[int, Claim]] = []
         for rule in RULES:
+            if any(need.search(sentence) is None for need in rule.needs):
+                continue
             for match in rule.pattern.finditer(sentence):
                 claim = _claim(rule, match)
-                if claim is not None and (match.start(), claim) not in said:
+                if claim is not None and claim not in [c for _, c in said]:
                     said.append((match.start(), claim))
         found += [claim for _, claim in sorted(said, key=lambda pair: pair[0])]
     return found

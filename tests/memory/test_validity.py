@@ -30,6 +30,16 @@ from memory.validity import Claim, claims, current_claims, first_slot, replaced_
         ("I drive a red Mazda 3.", "car", "red mazda 3"),
         ("I'm vegetarian now.", "diet", "vegetarian"),
         ("My name is Alice Smith.", "name", "alice smith"),
+        ("Our place in Leeds is tiny but we love it.", "home", "leeds"),
+        ("We packed everything up and relocated to Denver!", "home", "denver"),
+        ("I signed the lease on a flat in Ghent.", "home", "ghent"),
+        ("My mornings don't start until I've had a flat white.", "drink", "flat white"),
+        ("Every day begins with a matcha latte for me.", "drink", "matcha latte"),
+        ("I quit the old habit and now have a rooibos with honey instead.", "drink", "rooibos with honey"),
+        ("I finally bought a car: a red Mazda 3!", "car", "red mazda 3"),
+        ("We leave for Cape Town on 3 June 2024.", "trip:cape town", "3 june 2024"),
+        ("The airline cancelled our flight, so Lisbon is now on 14 March.", "trip:lisbon", "14 march"),
+        ("We pushed the Kyoto trip back, the new departure is 30 June.", "trip:kyoto", "30 june"),
     ],
 )
 def test_a_first_person_statement_claims_the_value_of_its_slot(text, slot, value):
@@ -46,6 +56,10 @@ def test_a_first_person_statement_claims_the_value_of_its_slot(text, slot, value
         "My sister lives in Porto.",
         "Tom drinks green tea.",
         "I'm a bit tired today.",
+        "I visited a house in Porto with a friend.",
+        "Tom moved to Leeds.",
+        "The train moved to platform 4 and I ran.",
+        "Tom leaves for Paris on 3 May.",
         "",
     ],
 )
