@@ -46,7 +46,8 @@ ADVERB = _any("now", "just", "finally", "recently", "actually", "also", "since",
 AUX = _any("'ve", "'m", "'re", "'ll", " have", " has", " am", " is", " are", " will", " had") + f"?(?: {ADVERB}){{0,2}}"
 SUBJECT = _i(rf"\b{WHO}{AUX} ")
 PLACE_WORD = r"[A-Z][\w'’.-]{1,30}"
-PLACE = rf"(?P<value>{PLACE_WORD}(?:[ -](?:de |da |del |la |le |am |upon |on )?{PLACE_WORD}){{0,3}})"
+# a place starts a word (never inside one) and its words are joined by spaces only: nothing for a regex to retry
+PLACE = rf"(?<![\w'’.-])(?P<value>{PLACE_WORD}(?: (?:de |da |del |la |le |am |upon |on )?{PLACE_WORD}){{0,3}})"
 PHRASE = r"(?P<value>[^,.;:!?()\n]{2,60}?)"
 PHRASE_END = (
     "(?=\\s*"

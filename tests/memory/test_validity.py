@@ -104,8 +104,11 @@ def test_a_facts_slot_is_its_last_claim():
 
 def test_a_hostile_input_is_read_in_linear_time():
     hostile = "I live in " + "A" * 50_000 + " and I drink " + "very " * 10_000 + "x"
+    shapes = ["I ", "I live in ", "Aa ", "Aa-", "A. ", "I have a ", "we moved to ", "the Aa trip ", "Aa, departing "]
     started = time.perf_counter()
     claims(hostile)
     claims("My trip to " + "Aa-" * 20_000)
+    for shape in shapes:
+        claims(shape * (8000 // len(shape)))
     # only the first SCANNED_CHARS are read, and every pattern is linear: far under a second even on a busy machine
     assert time.perf_counter() - started < 2.0
