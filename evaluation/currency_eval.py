@@ -49,17 +49,18 @@ class Record:
 
 
 def currency_evaluate(*, data: list[Path], tenant_slug: str, promote: bool = False) -> list[Record]:
-    """Replay each set's conversations into a fresh tenant `<tenant_slug>-<set>`, answer the tagged questions.
+    """Replay each set's conversations into a fresh tenant `<tenant_slug>-<n>-<set>`, answer the tagged questions.
 
     Side effects: creates the tenants and their memory (Celery eager, offline steps). Raises ValueError when a
     tenant already exists.
     """
     records: list[Record] = []
     with settings_changed(LLM_BASE_URL=""), celery_eager():
-        for path in data:
-            tenant = _fresh_tenant(f"{tenant_slug}-{path.stem}".replace("_", "-"))
+        for number, path in enumerate(data, start=1):
+            tenant = _fresh_tenant(f"{tenant_slug}-{number}-{path.stem}".replace("_", "-"))
+            name = f"{path.parent.name}/{path.stem}"
             for sample in locomo.load(path):
-                records += _conversation_records(tenant, path.stem, sample, promote)
+                records += _conversation_records(tenant, name, sample, promote)
     return records
 
 

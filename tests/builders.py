@@ -461,3 +461,12 @@ def stm_push_out(space: MemorySpace, capture, *, prefix: str = "Thanks, noted") 
     with capture(execute=True):
         for number in range(settings.MEMORY_STM_CAPACITY):
             turn(space, user_message=f"{prefix} {number}.")
+
+
+def stm_push_out_now(space: MemorySpace, *, prefix: str = "Thanks, noted") -> None:
+    """`stm_push_out` in a test whose transactions commit (transactional_db, browser tests): each turn commits and
+    its placement runs then."""
+    from django.conf import settings
+
+    for number in range(settings.MEMORY_STM_CAPACITY):
+        turn(space, user_message=f"{prefix} {number}.")
