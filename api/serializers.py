@@ -12,6 +12,7 @@ from memory.heat import segment_heat
 from memory.models import (
     Assistant,
     AuditEntry,
+    DataSubjectRequest,
     EndUser,
     ErasureReceipt,
     Escalation,
@@ -21,6 +22,9 @@ from memory.models import (
     KnowledgeEntry,
     Page,
     ProfileVersion,
+    RequestChannel,
+    RequestKind,
+    RequestStatus,
     Segment,
 )
 from memory.retrieval import RetrievalResult
@@ -644,3 +648,46 @@ class ImportJobOut(serializers.Serializer):
     error = serializers.CharField(help_text="Why it failed (empty otherwise).")
     created_at = serializers.DateTimeField()
     imported_at = serializers.DateTimeField(allow_null=True)
+
+
+# --- Data-subject requests ---------------------------------------------------------------------------------------
+
+
+class DataSubjectRequestIn(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=RequestKind.choices, help_text="What the data subject asks for.")
+    user = serializers.CharField(max_length=200, help_text="The end user's external id, as the requester gave it.")
+    requester = serializers.CharField(max_length=300, help_text="The requester's name and contact, as given.")
+    channel = serializers.ChoiceField(choices=RequestChannel.choices, default=RequestChannel.API)
+    received_at = serializers.DateTimeField(required=False, help_text="When it arrived (ISO-8601); default now.")
+    identity_check = serializers.CharField(max_length=2000, required=False, default="", allow_blank=True)
+
+
+class DataSubjectRequestStepIn(serializers.Serializer):
+    note = serializers.CharField(
+        max_length=2000, required=False, default="", allow_blank=True,
+        help_text="The extension's or refusal's reason (required there), or a note.",
+    )  # fmt: skip
+    legal_basis = serializers.CharField(
+        max_length=200, required=False, default="", allow_blank=True,
+        help_text="Erasure only: the legal basis, or `forgotten` to link the items forgotten since it arrived.",
+    )  # fmt: skip
+
+
+class DataSubjectRequestFilter(serializers.Serializer):
+    status = serializers.ChoiceField(choices=RequestStatus.choices, required=False)
+    kind = serializers.ChoiceField(choices=RequestKind.choices, required=False)
+    search = serializers.CharField(max_length=200, required=False, help_text="External id, name or requester.")
+
+
+class DataSubjectRequestOut(serializers.ModelSerializer):
+    user = serializers.CharField(source="external_id")
+    deadline = serializers.DateTimeField()
+    erasure_receipt = serializers.IntegerField(source="erasure_receipt_id", allow_null=True)
+
+    class Meta:
+        model = DataSubjectRequest
+        fields = [
+            "id", "kind", "user", "requester", "channel", "identity_check", "received_at", "due_at", "extended_due_at",
+            "extension_reason", "deadline", "status", "outcome", "answered_at", "created_by_label", "export_job_id",
+            "erasure_receipt", "fulfilled_by_entries", "created_at",
+        ]  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api.views import conversation, escalations, governance, memory_items, people, review
+from api.views import conversation, data_subject_requests, escalations, governance, memory_items, people, review
 from api.views.base import UnknownPath
 from memory.services.tenancy import EXTERNAL_ID
 
@@ -104,6 +104,17 @@ urlpatterns = [
     path("exports/<item_id:pk>/", governance.ExportView.as_view(), name="export"),
     path("imports/<item_id:pk>/", governance.ImportView.as_view(), name="import"),
     path("exports/<item_id:pk>/download/", governance.ExportDownloadView.as_view(), name="export-download"),
+    # Data-subject requests
+    path("data-subject-requests/", data_subject_requests.DataSubjectRequestsView.as_view(), name="dsrs"),
+    path("data-subject-requests/<item_id:pk>/", data_subject_requests.DataSubjectRequestView.as_view(), name="dsr"),
+    *[
+        path(
+            f"data-subject-requests/<item_id:pk>/{step}/",
+            data_subject_requests.DataSubjectRequestStepView.as_view(step=step),
+            name=f"dsr-{step}",
+        )
+        for step in data_subject_requests.STEPS
+    ],
     # Escalations to a supervisor
     path("escalations/", escalations.EscalationsView.as_view(), name="escalations"),
     path("escalations/<item_id:pk>/resolve/", escalations.EscalationResolveView.as_view(), name="escalation-resolve"),

@@ -18,6 +18,7 @@ from memory.items import ITEM_KINDS
 from memory.models import (
     ApiToken,
     Assistant,
+    DataSubjectRequest,
     EndUser,
     ErasureReceipt,
     ExportJob,
@@ -107,6 +108,7 @@ NOT_FOUND = {
     Assistant.DoesNotExist: "assistant",
     RetentionRun.DoesNotExist: "retention run",
     PersonalDataScan.DoesNotExist: "scan",
+    DataSubjectRequest.DoesNotExist: "request",
 } | {kind.model.DoesNotExist: kind.label for kind in ITEM_KINDS.values()}
 
 

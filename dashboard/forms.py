@@ -6,7 +6,7 @@ from django import forms
 from django.conf import settings
 
 from memory.bundles import BundleInvalid, bundle_parse
-from memory.models import PersonalDataAction, ReviewMode
+from memory.models import PersonalDataAction, RequestChannel, RequestKind, RequestStatus, ReviewMode
 from memory.personal_data import CATEGORIES, LABELS
 from memory.services.governance import MAX_MEMORY_TEXT
 from memory.services.validity import MAX_NOTE
@@ -266,3 +266,35 @@ class ReviewForm(forms.Form):
     )
     text = forms.CharField(max_length=MAX_MEMORY_TEXT, required=False, widget=forms.Textarea(attrs={"rows": 3}))
     reason = forms.CharField(max_length=500, required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+# --- Data-subject requests ---------------------------------------------------------------------------------------
+
+
+class DataSubjectRequestForm(forms.Form):
+    """A request as it arrived: who, about whom, how, when, and how their identity was checked."""
+
+    kind = forms.ChoiceField(choices=RequestKind.choices, label="Request")
+    external_id = forms.CharField(max_length=200, label="User's external id", help_text="As the requester gave it.")
+    requester = forms.CharField(max_length=300, label="Requester", help_text="Name and contact, as given.")
+    channel = forms.ChoiceField(choices=RequestChannel.choices)
+    received_at = forms.DateTimeField(
+        label="Received", widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+    )
+    identity_check = forms.CharField(
+        required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 2}), label="Identity check",
+        help_text="How identity was checked (not the document's number).",
+    )  # fmt: skip
+
+
+class DataSubjectRequestFilter(forms.Form):
+    status = forms.ChoiceField(choices=[("", "Any status"), *RequestStatus.choices], required=False)
+    kind = forms.ChoiceField(choices=[("", "Any request"), *RequestKind.choices], required=False)
+    q = forms.CharField(max_length=200, required=False, label="User", help_text="External id or display name.")
+
+
+class DataSubjectRequestStepForm(forms.Form):
+    """The note of a step: the extension's or refusal's reason, the fulfilment's or withdrawal's note."""
+
+    note = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    legal_basis = forms.CharField(max_length=200, required=False)

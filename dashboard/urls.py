@@ -5,6 +5,7 @@ from django.urls import include, path
 from dashboard.views import (
     actions,
     audit,
+    data_subject_requests,
     escalations,
     gdpr,
     home,
@@ -40,6 +41,10 @@ console = [
     path("audit.csv", audit.audit_csv, name="audit_csv"),
     path("audit/verify/", audit.audit_chain, name="audit_verify"),
     path("gdpr/", gdpr.gdpr_home, name="gdpr"),
+    path("requests/", data_subject_requests.inbox, name="requests"),
+    path("requests/new/", data_subject_requests.request_new, name="request_new"),
+    path("requests/<int:request_id>/", data_subject_requests.request_detail, name="request"),
+    path("requests/<int:request_id>/<str:step>/", data_subject_requests.request_step, name="request_step"),
     path("exports/<int:job_id>/", gdpr.export_job, name="export"),
     path("exports/<int:job_id>/download/<str:token>/", gdpr.export_download, name="export_download"),
     path("receipts/<int:receipt_id>/", gdpr.receipt, name="receipt"),

@@ -14,6 +14,7 @@ from dashboard.forms import LEGAL_BASES, BundleImportForm, ErasureForm
 from memory.bundles import BundleInvalid, timestamp
 from memory.models import ImportStatus
 from memory.roles import Permission
+from memory.selectors.data_subject_requests import end_user_search, erasure_receipts_of
 from memory.selectors.governance import (
     erasure_receipt_get,
     erasure_receipt_list,
@@ -33,18 +34,30 @@ from memory.services.turns import EndUserClosed
 EXPORTS_SHOWN = 50
 PREVIEW_ROWS = 5  # pages and facts a bundle's dry run shows
 RECEIPTS_SHOWN = 100
+USERS_SHOWN = 20
 
 
 @require_GET
 @login_required
 def gdpr_home(request: HttpRequest, slug: str) -> HttpResponse:
+    """Exports, receipts, and a lookup: users by external id or name, receipts by an erased user's external id.
+    HTMX refreshes only the lookup's results."""
     console = console_or_404(request, slug, Permission.GOVERN)
-    context = {
-        "console": console,
-        "jobs": export_job_list(tenant=console.tenant)[:EXPORTS_SHOWN],
-        "receipts": erasure_receipt_list(tenant=console.tenant)[:RECEIPTS_SHOWN],
+    search = request.GET.get("q", "").strip()[:200]
+    context = {"console": console, "q": search} | _lookup(console.tenant, search)
+    if not request.htmx:
+        context["jobs"] = export_job_list(tenant=console.tenant)[:EXPORTS_SHOWN]
+        context["receipts"] = erasure_receipt_list(tenant=console.tenant)[:RECEIPTS_SHOWN]
+    return render(request, page_or_partial(request, "dashboard/gdpr.html", "lookup"), context)
+
+
+def _lookup(tenant, search: str) -> dict:
+    if not search:
+        return {}
+    return {
+        "found_users": end_user_search(tenant=tenant, search=search)[:USERS_SHOWN],
+        "found_receipts": erasure_receipts_of(tenant=tenant, external_id=search),
     }
-    return render(request, "dashboard/gdpr.html", context)
 
 
 @require_GET

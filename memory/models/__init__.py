@@ -1,6 +1,12 @@
 """Every domain model of MemoryOS: tenancy, the three memory tiers, and the record of what updating did."""
 
 from memory.models.audit import ActorKind, AuditEntry
+from memory.models.data_subject_requests import (
+    DataSubjectRequest,
+    RequestChannel,
+    RequestKind,
+    RequestStatus,
+)
 from memory.models.escalations import Escalation, EscalationState
 from memory.models.events import EmbeddingState, MemoryEvent
 from memory.models.imports import ImportStatus, MemoryImport
@@ -35,6 +41,7 @@ __all__ = [
     "AuditAnchor",
     "AuditEntry",
     "ChatReply",
+    "DataSubjectRequest",
     "EmbeddingState",
     "EndUser",
     "ErasureReceipt",
@@ -60,6 +67,9 @@ __all__ = [
     "PersonalDataScan",
     "ProfileVersion",
     "ReplyStatus",
+    "RequestChannel",
+    "RequestKind",
+    "RequestStatus",
     "RetentionPolicy",
     "RetentionRun",
     "ReviewMode",

@@ -7,11 +7,13 @@ from datetime import timedelta
 
 import pytest
 from django.core.cache import cache
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from memory.models import KnowledgeEntry, Page, ProfileVersion, Segment
 from memory.services.api_tokens import api_token_create
 from memory.services.audit import Actor
+from memory.services.data_subject_requests import data_subject_request_open
 from memory.services.gdpr import user_erase
 from memory.services.gdpr_export import export_build, export_request
 from memory.services.import_jobs import memory_import_queue
@@ -134,6 +136,10 @@ def ids(memory, alice, tenant) -> dict:
     export_build(job_id=job.pk)
     newcomer = end_user_create(tenant=tenant, external_id="newcomer")
     queued = memory_import_queue(end_user=newcomer, bundle=bundle_of(alice), actor=Actor.system("test"))
+    dsr = data_subject_request_open(
+        tenant=tenant, kind="rectification", external_id="alice", channel="email", requester="Alice",
+        received_at=timezone.now(), actor=Actor.system("test"),
+    )  # fmt: skip
     flagged = escalation_open(tenant=tenant, item=memory.knowledge, actor=Actor.system("test"), note="Still true?")
     return {
         "user": "alice",
@@ -146,4 +152,5 @@ def ids(memory, alice, tenant) -> dict:
         "export": job.pk,
         "import": queued.memory_import.pk,
         "escalation": flagged.pk,
+        "dsr": dsr.pk,
     }

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Route:
     method: str
-    path: str  # with {page}, {segment}, {knowledge}, {profile}, {receipt}, {export}, {escalation}, {user}, {assistant}
+    path: str  # with {page}, {segment}, {knowledge}, {profile}, {receipt}, {export}, {escalation}, {dsr}, {user}, ...
+    # ... and {assistant}
     scope: str
     body: dict = field(default_factory=dict)
 
@@ -87,6 +88,15 @@ ROUTES = [
     Route("get", "escalations/", "write"),
     Route("post", "escalations/", "read", {"kind": "knowledge", "id": 1, "note": "Is this still true?"}),
     Route("post", "escalations/{escalation}/resolve/", "write", {"resolution": "Marked outdated"}),
+    Route("get", "data-subject-requests/", "govern"),
+    Route(
+        "post", "data-subject-requests/", "govern", {"kind": "erasure", "user": "alice", "requester": "Alice, by email"}
+    ),
+    Route("get", "data-subject-requests/{dsr}/", "govern"),
+    Route("post", "data-subject-requests/{dsr}/extend/", "govern", {"note": "Many requests at once"}),
+    Route("post", "data-subject-requests/{dsr}/fulfil/", "govern", {"note": "Corrected her address"}),
+    Route("post", "data-subject-requests/{dsr}/refuse/", "govern", {"note": "Manifestly unfounded"}),
+    Route("post", "data-subject-requests/{dsr}/withdraw/", "govern"),
     Route("get", "review/knowledge/", "govern"),
     Route("post", "review/knowledge/{knowledge}/", "govern", {"decision": "approve"}),
     Route("get", "review/profile-versions/", "govern"),
