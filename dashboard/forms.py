@@ -6,7 +6,7 @@ from django import forms
 from django.conf import settings
 
 from memory.bundles import BundleInvalid, bundle_parse
-from memory.models import PersonalDataAction, ReviewMode
+from memory.models import PersonalDataAction, ReviewMode, Role
 from memory.personal_data import CATEGORIES, LABELS
 from memory.services.governance import MAX_MEMORY_TEXT
 from memory.services.validity import MAX_NOTE
@@ -266,3 +266,12 @@ class ReviewForm(forms.Form):
     )
     text = forms.CharField(max_length=MAX_MEMORY_TEXT, required=False, widget=forms.Textarea(attrs={"rows": 3}))
     reason = forms.CharField(max_length=500, required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class InvitationForm(forms.Form):
+    email = forms.EmailField(max_length=254, help_text="A new address gets an email with a link to set a password.")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.AGENT)
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Role.choices)
