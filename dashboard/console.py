@@ -20,6 +20,7 @@ from memory.models import (
     Assistant,
     EndUser,
     ErasureReceipt,
+    Escalation,
     ExportJob,
     PersonalDataAction,
     PersonalDataPolicy,
@@ -107,6 +108,7 @@ NOT_FOUND = {
     Assistant.DoesNotExist: "assistant",
     RetentionRun.DoesNotExist: "retention run",
     PersonalDataScan.DoesNotExist: "scan",
+    Escalation.DoesNotExist: "escalation",
 } | {kind.model.DoesNotExist: kind.label for kind in ITEM_KINDS.values()}
 
 
