@@ -21,6 +21,7 @@ from memory.models import (
     DataSubjectRequest,
     EndUser,
     ErasureReceipt,
+    Escalation,
     ExportJob,
     PersonalDataAction,
     PersonalDataPolicy,
@@ -109,6 +110,7 @@ NOT_FOUND = {
     RetentionRun.DoesNotExist: "retention run",
     PersonalDataScan.DoesNotExist: "scan",
     DataSubjectRequest.DoesNotExist: "request",
+    Escalation.DoesNotExist: "escalation",
 } | {kind.model.DoesNotExist: kind.label for kind in ITEM_KINDS.values()}
 
 

@@ -6,7 +6,7 @@ from django import forms
 from django.conf import settings
 
 from memory.bundles import BundleInvalid, bundle_parse
-from memory.models import PersonalDataAction, RequestChannel, RequestKind, RequestStatus, ReviewMode
+from memory.models import PersonalDataAction, RequestChannel, RequestKind, RequestStatus, ReviewMode, Role
 from memory.personal_data import CATEGORIES, LABELS
 from memory.services.governance import MAX_MEMORY_TEXT
 from memory.services.validity import MAX_NOTE
@@ -298,3 +298,15 @@ class DataSubjectRequestStepForm(forms.Form):
 
     note = forms.CharField(max_length=2000, required=False, widget=forms.Textarea(attrs={"rows": 2}))
     legal_basis = forms.CharField(max_length=200, required=False)
+
+
+# --- The team -----------------------------------------------------------------------------------------------------
+
+
+class InvitationForm(forms.Form):
+    email = forms.EmailField(max_length=254, help_text="A new address gets an email with a link to set a password.")
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.AGENT)
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Role.choices)

@@ -14,6 +14,7 @@ from dashboard.views import (
     personal_data,
     retention,
     review,
+    team,
     tokens,
     users,
 )
@@ -60,6 +61,9 @@ console = [
     path("review/", review.review_queue, name="review"),
     path("review/<str:kind>/<int:item_id>/", review.review_decide, name="review_decide"),
     path("review/knowledge/<int:item_id>/reject/", review.review_reject_preview, name="review_reject"),
+    path("team/", team.team, name="team"),
+    path("team/<int:user_id>/role/", team.team_role, name="team_role"),
+    path("team/<int:user_id>/remove/", team.team_remove, name="team_remove"),
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/new/", tokens.token_create, name="token_create"),
     path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),

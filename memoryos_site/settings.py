@@ -393,6 +393,16 @@ CHAT_HISTORY_TURNS = env_int("CHAT_HISTORY_TURNS", 50)
 
 DEMO_PASSWORD = env_str("DEMO_PASSWORD", "memoryos-demo")
 
+# --- Email: operators' invitations and password resets ------------------------------------------------------------
+# The console backend prints each message to the log, so invitations work offline; set smtp in production.
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "MemoryOS <memoryos@localhost>")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+
 # --- GDPR exports (memory/services/gdpr_export.py) ---------------------------------------------------------------
 EXPORT_DIR = Path(env_str("EXPORT_DIR", str(VAR_DIR / "exports")))
 EXPORT_LINK_TTL_HOURS = env_int("EXPORT_LINK_TTL_HOURS", 24)

@@ -52,6 +52,17 @@ def memory_actions(kind: str, item) -> list[tuple[str, str]]:
     return [(action, action_label(action)) for action in ITEM_KINDS[kind].buttons(item)]
 
 
+# the actions that answer a flag from the escalations queue (the rest: resolve with a note, or dismiss)
+SETTLING = ("edit", "outdated", "forget")
+
+
+@register.simple_tag
+def settle_actions(kind: str, item) -> list[tuple[str, str]]:
+    """The (action, label) pairs the escalations queue offers on a flagged item: edit, mark outdated, forget, as the
+    item's kind allows."""
+    return [(action, label) for action, label in memory_actions(kind, item) if action in SETTLING]
+
+
 @functools.lru_cache(maxsize=512)
 def _action_path(prefix: str, slug: str, kind: str, action: str) -> str:
     return reverse("console:action", args=[slug, kind, 0, action])

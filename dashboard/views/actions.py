@@ -6,21 +6,26 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
-from dashboard.console import actor_of, console_or_404, get_or_404, page_or_partial, request_id_of, safe_next
+from dashboard.console import Console, actor_of, console_or_404, get_or_404, page_or_partial, request_id_of, safe_next
 from dashboard.forms import KnowledgeEditForm, OutdatedForm, ProfileEditForm, ReasonForm, SegmentEditForm
+from dashboard.templatetags.console import action_label
 from memory.items import FLAG_ACTIONS, ITEM_KINDS, ItemKind
+from memory.models import Escalation, EscalationState
 from memory.roles import Permission
+from memory.selectors.escalations import escalation_get
 from memory.selectors.items import profile_version_list
 from memory.selectors.people import end_user_get
 from memory.services.governance import GovernanceError, profile_edit
 from memory.services.legal_hold import LegalHoldActive, legal_hold_active
 from memory.services.turns import EndUserClosed
+from memory.services.validity import escalation_resolve
 
 EDIT_FORMS = {"segment": SegmentEditForm, "knowledge": KnowledgeEditForm}  # one per editable kind
 
@@ -60,6 +65,33 @@ def _apply(request: HttpRequest, kind: ItemKind, action: str, item, form: Reason
     return f"The {kind.label} is now {state}." if changed else f"The {kind.label} was already {state}."
 
 
+def _escalation_or_404(request: HttpRequest, console: Console, kind: str, item) -> Escalation | None:
+    """The open escalation this action settles (`escalation` in the query or form), None when none is named; 404
+    when it is not an open flag on this very item."""
+    escalation_id = request.POST.get("escalation") or request.GET.get("escalation")
+    if not escalation_id:
+        return None
+    if not escalation_id.isdigit():
+        raise Http404("No such escalation")
+    escalation = get_or_404(escalation_get, tenant=console.tenant, id=int(escalation_id))
+    if (escalation.target_type, escalation.target_id, escalation.state) != (kind, item.pk, EscalationState.OPEN):
+        raise Http404("No such escalation")
+    return escalation
+
+
+@transaction.atomic
+def _apply_settling(request: HttpRequest, kind: ItemKind, action: str, item, form, escalation) -> str:
+    """Apply the action and, when it answers a flag, resolve the flag with it: both, or neither."""
+    done = _apply(request, kind, action, item, form)
+    if escalation is None:
+        return done
+    escalation_resolve(
+        escalation=escalation, actor=actor_of(request), action=action, request_id=request_id_of(request),
+        resolution=f"{action_label(action)}: {form.cleaned_data['reason']}",
+    )  # fmt: skip
+    return f"{done} The flag is resolved."
+
+
 def _done(request: HttpRequest, url: str) -> HttpResponse:
     return HttpResponseClientRedirect(url) if request.htmx else HttpResponseRedirect(url)
 
@@ -70,18 +102,20 @@ def memory_action(request: HttpRequest, slug: str, kind: str, item_id: int, acti
     console = console_or_404(request, slug, Permission.WRITE)
     item_kind = _kind_or_404(kind, action)
     item = get_or_404(item_kind.get, tenant=console.tenant, id=item_id)
+    escalation = _escalation_or_404(request, console, kind, item)
     owner_url = reverse("console:user", args=[slug, item.end_user.pk])
     form = _form(item_kind, action, item, request.POST if request.method == "POST" else None)
     if form.is_bound and form.is_valid():
         try:
-            messages.success(request, _apply(request, item_kind, action, item, form))
-            return _done(request, owner_url if action == "forget" else safe_next(request, owner_url))
+            messages.success(request, _apply_settling(request, item_kind, action, item, form, escalation))
+            forgotten = action == "forget" and escalation is None  # the item's page is gone; the queue is not
+            return _done(request, owner_url if forgotten else safe_next(request, owner_url))
         except (GovernanceError, LegalHoldActive) as exc:
             form.add_error(None, str(exc))
         except EndUserClosed:  # erased while the form was open
             raise Http404("No such end user") from None
     context = {"console": console, "kind": kind, "label": item_kind.label, "action": action, "item": item}
-    context |= {"form": form, "next": safe_next(request, owner_url), "owner": item.end_user}
+    context |= {"form": form, "next": safe_next(request, owner_url), "owner": item.end_user, "escalation": escalation}
     if action == "forget":  # the same plan the forget will carry out, so the preview matches what happens
         context["impact"] = item_kind.item_impact(item).describe(kind)
         context["hold"] = legal_hold_active(end_user=item.end_user)

@@ -1,6 +1,7 @@
-"""Escalations: any operator who reads a user's memory (the read-only agent too) flags a fact or a turn for a
-supervisor with a note; supervisors and admins see the tenant's open ones, oldest first, and resolve or dismiss each
-with a resolution note (memory.services.validity audits every step)."""
+"""Escalations: any operator who reads a user's memory (the read-only agent too) flags a memory item (turn, segment,
+fact, profile version) for a supervisor with a note; supervisors and admins see the tenant's open ones, oldest first,
+and settle each by acting on the item (edit, mark outdated, forget: dashboard.views.actions resolves the flag with
+it), by resolving it with a note, or by dismissing it (memory.services.validity audits every step)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,6 @@ from memory.services.governance import GovernanceError
 from memory.services.turns import EndUserClosed
 from memory.services.validity import escalation_open, escalation_resolve
 
-FLAGGABLE = ("knowledge", "page")  # the rows that offer "Flag for a supervisor"
 SHOWN = 100  # the oldest open escalations; the page says how many more wait
 
 
@@ -30,7 +30,7 @@ SHOWN = 100  # the oldest open escalations; the page says how many more wait
 def escalation_flag(request: HttpRequest, slug: str, kind: str, item_id: int) -> HttpResponse:
     """The flag form (an HTMX modal, or a page); POST opens the escalation and goes back where the operator was."""
     console = console_or_404(request, slug, Permission.READ)
-    if kind not in FLAGGABLE:
+    if kind not in ITEM_KINDS:
         raise Http404("No such kind of memory")
     item = get_or_404(ITEM_KINDS[kind].get, tenant=console.tenant, id=item_id)
     back = safe_next(request, reverse("console:user", args=[slug, item.end_user.pk]))

@@ -9,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from memory.roles import PERMISSIONS, Permission, memberships_for
+from memory.selectors.team import tenant_admins
 from memory.selectors.tenancy import end_user_for_account
 
 
@@ -36,14 +37,18 @@ PERMISSION_TEXT = {
 
 
 def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    """handler403: what was refused, and for each of the operator's tenants what their role allows and does not."""
+    """handler403: what was refused, and for each of the operator's tenants what their role allows and does not,
+    and who its admins are (whom to ask for another role)."""
+    memberships = memberships_for(request.user)
+    admins = tenant_admins(m.tenant_id for m in memberships) if memberships else {}
     roles = [
         {
             "membership": m,
             "allowed": [text for p, text in PERMISSION_TEXT.items() if p in PERMISSIONS[m.role]],
             "refused": [text for p, text in PERMISSION_TEXT.items() if p not in PERMISSIONS[m.role]],
+            "admins": admins.get(m.tenant_id, []),
         }
-        for m in memberships_for(request.user)
+        for m in memberships
     ]
     reason = str(exception) if exception and str(exception) else "Your account may not do this."
     return render(request, "403.html", {"reason": reason, "roles": roles}, status=403)

@@ -1,4 +1,5 @@
-"""The tenant overview: memory per tier, promotions and evictions per day, LLM calls and tokens per day."""
+"""The tenant overview: memory per tier, promotions and evictions per day, LLM calls and tokens per day, and for
+supervisors and admins the escalations waiting for them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dashboard.console import console_or_404, page_or_partial
 from dashboard.forms import OverviewForm
 from dashboard.plots import figure_html, llm_figure, tiers_figure, updating_figure
 from memory.selectors.console import tenant_overview
+from memory.selectors.escalations import escalation_counts
 
 
 @require_GET
@@ -27,4 +29,6 @@ def overview(request: HttpRequest, slug: str) -> HttpResponse:
         "llm": figure_html(llm_figure(data), div_id="plot-llm"),
     }
     context = {"console": console, "form": form, "days": days, "overview": data, "plots": plots}
+    if console.can_write and not request.htmx:  # the supervisor's queue, counted (the charts fragment has none)
+        context["escalations"] = escalation_counts(tenant=console.tenant)
     return render(request, page_or_partial(request, "dashboard/overview.html", "charts"), context)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
 
-from django.db.models import QuerySet
+from django.db.models import Count, Min, QuerySet
 
 from memory.models import Escalation, EscalationState, KnowledgeEntry, Page, ProfileVersion, Segment, Tenant
 
@@ -19,6 +21,22 @@ def escalation_list(*, tenant: Tenant, state: str | None = EscalationState.OPEN)
     if state is not None:
         escalations = escalations.filter(state=state)
     return escalations.select_related("end_user", "flagged_by", "resolved_by").order_by("created_at", "pk")
+
+
+@dataclass(frozen=True)
+class EscalationCounts:
+    """What waits in a tenant's queue: how many open escalations, and when the oldest was flagged."""
+
+    open: int
+    oldest_at: datetime | None
+
+
+def escalation_counts(*, tenant: Tenant) -> EscalationCounts:
+    """The tenant's open escalations counted, with the oldest one's date, in one query (the queue's index)."""
+    row = Escalation.objects.filter(tenant=tenant, state=EscalationState.OPEN).aggregate(
+        open=Count("pk"), oldest_at=Min("created_at")
+    )
+    return EscalationCounts(**row)
 
 
 def escalation_get(*, tenant: Tenant, id: int) -> Escalation:

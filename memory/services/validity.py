@@ -130,8 +130,11 @@ def _operator_id(actor: Actor) -> int | None:
     return int(actor.id) if actor.kind == ActorKind.OPERATOR else None
 
 
-def _escalation_audit(escalation: Escalation, *, actor: Actor, action: str, reason: str, request_id: str) -> None:
-    """Audit on the item's owner, naming the item (so its history shows the flag) and the escalation."""
+def _escalation_audit(
+    escalation: Escalation, *, actor: Actor, action: str, reason: str, request_id: str, taken: str = ""
+) -> None:
+    """Audit on the item's owner, naming the item (so its history shows the flag), the escalation and the action
+    taken on the item to settle it, if any."""
     audit_record(
         tenant=escalation.tenant_id,
         actor=actor,
@@ -140,7 +143,7 @@ def _escalation_audit(escalation: Escalation, *, actor: Actor, action: str, reas
         target_type=escalation.target_type,
         target_id=escalation.target_id,
         reason=reason,
-        detail={"escalation": escalation.pk},
+        detail={"escalation": escalation.pk} | ({"action": taken} if taken else {}),
         request_id=request_id,
     )
 
@@ -166,10 +169,19 @@ def escalation_open(*, tenant: Tenant, item, actor: Actor, note: str, request_id
 
 @transaction.atomic
 def escalation_resolve(
-    *, escalation: Escalation, actor: Actor, resolution: str, dismiss: bool = False, request_id: str = ""
+    *,
+    escalation: Escalation,
+    actor: Actor,
+    resolution: str,
+    dismiss: bool = False,
+    action: str = "",
+    request_id: str = "",
 ) -> Escalation:
     """Settle an open escalation (resolved, or dismissed), with a note; audited. Supervisors and above (the caller
-    checks). Settling one already settled is refused (GovernanceError): two supervisors never both settle it."""
+    checks). Settling one already settled is refused (GovernanceError): two supervisors never both settle it.
+
+    `action` names what was done to the item to settle it (edit, outdated, forget...: memory.items), in the same
+    transaction as that change; the audit entry's detail carries it beside the escalation's id."""
     resolution = _note(resolution, tenant_id=escalation.tenant_id, what="resolution", required=True)
     _owner_lock(escalation.end_user)
     state = EscalationState.DISMISSED if dismiss else EscalationState.RESOLVED
@@ -180,6 +192,6 @@ def escalation_resolve(
     if not settled:
         raise GovernanceError("this escalation was already settled")
     escalation.refresh_from_db()
-    action = "escalation.dismiss" if dismiss else "escalation.resolve"
-    _escalation_audit(escalation, actor=actor, action=action, reason=resolution, request_id=request_id)
+    verb = "escalation.dismiss" if dismiss else "escalation.resolve"
+    _escalation_audit(escalation, actor=actor, action=verb, reason=resolution, request_id=request_id, taken=action)
     return escalation
