@@ -8,6 +8,7 @@ from django import template
 from django.conf import settings
 from django.urls import get_script_prefix, reverse
 
+from dashboard.highlights import highlight
 from memory.items import ITEM_KINDS
 from memory.models import LegalHold
 from memory.services.gdpr import KEPT_TOMBSTONES, erased_total
@@ -141,6 +142,12 @@ def import_label(kind: str) -> str:
 @register.filter
 def target_label(target_type: str) -> str:
     return TARGETS.get(target_type, target_type.replace("_", " "))
+
+
+@register.filter
+def highlighted(text: str, prefixes: list[str]):
+    """An excerpt of (already masked) `text` around the search's match, escaped, the matched words marked."""
+    return highlight(text or "", prefixes or [])
 
 
 @register.filter
