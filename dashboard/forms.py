@@ -87,6 +87,12 @@ class UserSearchForm(forms.Form):
     sort = forms.ChoiceField(required=False, choices=USER_SORT_CHOICES)
 
 
+class MemorySearchForm(forms.Form):
+    """A search of every user's memory in the tenant."""
+
+    q = forms.CharField(required=False, max_length=200, label="Search memory")
+
+
 CASE_TABS = [
     ("short-term", "Short-term"),
     ("mid-term", "Mid-term"),

@@ -14,6 +14,7 @@ from dashboard.views import (
     personal_data,
     retention,
     review,
+    search,
     team,
     tokens,
     users,
@@ -22,6 +23,7 @@ from dashboard.views import (
 console = [
     path("", overview.overview, name="overview"),
     path("users/", users.users, name="users"),
+    path("search/", search.memory_search, name="search"),
     path("users/<int:end_user_id>/", users.user_detail, name="user"),
     path("users/<int:end_user_id>/profile/", users.profile_history, name="profile"),
     path("users/<int:end_user_id>/profile/edit/", actions.profile_change, name="profile_edit"),

@@ -8,6 +8,8 @@ from django import template
 from django.conf import settings
 from django.urls import get_script_prefix, reverse
 
+from dashboard.highlights import highlight
+from memory import audit_labels
 from memory.items import ITEM_KINDS
 from memory.models import LegalHold
 from memory.services.gdpr import KEPT_TOMBSTONES, erased_total
@@ -152,6 +154,34 @@ def import_label(kind: str) -> str:
 @register.filter
 def target_label(target_type: str) -> str:
     return TARGETS.get(target_type, target_type.replace("_", " "))
+
+
+@register.filter
+def action_words(code: str) -> str:
+    """An audit action code in words (memory.audit_labels)."""
+    return audit_labels.action_label(code)
+
+
+@register.filter
+def detail_items(detail) -> list[tuple[str, str]]:
+    """An audit entry's detail as (term, value) pairs for a definition list: keys in words, values as text."""
+    if not isinstance(detail, dict):
+        return [("value", str(detail))]
+    return [(str(key).replace("_", " "), _detail_text(value)) for key, value in detail.items()]
+
+
+def _detail_text(value) -> str:
+    if isinstance(value, list | tuple):
+        return ", ".join(_detail_text(item) for item in value) or "none"
+    if isinstance(value, dict):
+        return "; ".join(f"{k.replace('_', ' ')}: {_detail_text(v)}" for k, v in value.items())
+    return "—" if value is None else str(value)
+
+
+@register.filter
+def highlighted(text: str, prefixes: list[str]):
+    """An excerpt of (already masked) `text` around the search's match, escaped, the matched words marked."""
+    return highlight(text or "", prefixes or [])
 
 
 @register.filter

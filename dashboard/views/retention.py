@@ -10,7 +10,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from dashboard.console import actor_of, console_or_404, get_or_404, request_id_of
-from dashboard.forms import AssistantRetentionForm, LegalHoldForm, RetentionPolicyForm
+from dashboard.forms import AssistantRetentionForm, LegalHoldForm, ReasonForm, RetentionPolicyForm
 from memory.models.retention import ASSISTANT_TIERS, RETENTION_TIERS
 from memory.roles import Permission
 from memory.selectors.people import assistant_get, assistant_list, end_user_get
@@ -93,9 +93,17 @@ def retention_assistant(request: HttpRequest, slug: str, assistant_id: str) -> H
 @require_POST
 @login_required
 def retention_run_now(request: HttpRequest, slug: str) -> HttpResponse:
-    """Queue one batch now (beat runs the policy daily anyway); the history shows it when it has run."""
+    """Queue one batch now, with a reason (audited, as a single forget needs one); beat runs the policy daily anyway,
+    and the history shows the run when it has run."""
     console = console_or_404(request, slug, Permission.GOVERN)
-    retention_run_request(tenant=console.tenant)
+    form = ReasonForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Running retention now needs a reason.")
+        return redirect("console:retention", slug)
+    reason = form.cleaned_data["reason"]
+    retention_run_request(
+        tenant=console.tenant, actor=actor_of(request), reason=reason, request_id=request_id_of(request)
+    )
     messages.success(request, "A retention run was queued; it appears in the history below once it has run.")
     return redirect("console:retention", slug)
 

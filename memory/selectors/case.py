@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.contrib.postgres.search import SearchQuery
 from django.core import paginator
 from django.db.models import IntegerField, Q, Subquery
 
 from memory.models import AuditEntry, ChatReply, EndUser, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
 from memory.models.integration import ReplyStatus
 from memory.models.tiers import KnowledgeKind, Tier
+from memory.selectors.search import search_prefixes, space_search_pages
 from memory.selectors.self_service import memory_used_ids
 from memory.text import passage_holding
 
@@ -74,6 +74,7 @@ class CaseSearch:
     profiles: list[ProfileVersion] = field(default_factory=list)
     # page id → the passage of a long page that holds the query: what to show of it instead of its first characters
     excerpts: dict[int, str] = field(default_factory=dict)
+    prefixes: list[str] = field(default_factory=list)  # the stem prefixes the query's words match by, to highlight
 
     limit: int = SEARCH_LIMIT
 
@@ -88,20 +89,18 @@ class CaseSearch:
 
 
 def case_search(*, end_user: EndUser, space: MemorySpace | None, query: str) -> CaseSearch:
-    """The user's items that hold `query`, newest first, at most SEARCH_LIMIT of each kind; four queries.
+    """The user's items that match `query`, at most SEARCH_LIMIT of each kind; six queries.
 
-    Pages match through their full-text column (stems: "peanuts" finds "peanut") or as a plain substring of the
-    user's message or the reply, so a name or a number the stemmer splits is still found; segments by summary or
-    keyword; facts and profile versions by substring. Case never matters.
+    Turns are found as chat's retrieval finds them, by stem prefix ("allergy" finds "allergic") or as a plain
+    substring, best first (memory.selectors.search.space_search_pages); segments by summary or keyword, facts and
+    profile versions by substring, newest first. Case never matters.
     """
     found = CaseSearch(query=query)
     if space is None or not query.strip():
         return found
     text = query.strip()
-    words = Q(search=SearchQuery(text, config="english", search_type="plain"))
-    substring = Q(user_message__icontains=text) | Q(assistant_reply__icontains=text)
-    pages = Page.objects.filter(space=space).filter(words | substring).without_vectors().select_related("segment")
-    found.pages = list(pages.defer("segment__embedding").order_by("-seq")[:SEARCH_LIMIT])
+    found.prefixes = search_prefixes(text)
+    found.pages = space_search_pages(space=space, query=text, prefixes=found.prefixes, limit=SEARCH_LIMIT)
     found.excerpts = _excerpts(found.pages, text)
     segments = Segment.objects.filter(space=space).without_vectors()
     keyword = Q(keywords__icontains=text)  # the array as text: any keyword holding the query

@@ -360,6 +360,17 @@ def memory_reads_record(*, actor: Actor, tenant_id: int, end_user_ids: list[int]
     )  # fmt: skip
 
 
+def memory_search_record(*, actor: Actor, tenant_id: int, end_user_ids: list[int], what: str, request_id="") -> None:
+    """Audit a search across a tenant's users as a read: one `memory.read` entry per user whose memory it showed,
+    or one entry about no user when it showed none (the search itself is still on record)."""
+    if end_user_ids:
+        memory_reads_record(
+            actor=actor, tenant_id=tenant_id, end_user_ids=end_user_ids, what=what, request_id=request_id
+        )
+        return
+    audit_record(tenant=tenant_id, actor=actor, action="memory.read", detail={"what": what}, request_id=request_id)
+
+
 def reply_memory_record(*, space: MemorySpace, used: dict, actor: Actor, request_id: str = "") -> None:
     """Audit the memory injected into one reply (ids and scores from the retrieval result)."""
     audit_record(

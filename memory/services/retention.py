@@ -466,8 +466,12 @@ def retention_tenants() -> list[int]:
     return list(RetentionPolicy.objects.values_list("tenant_id", flat=True).distinct().order_by("tenant_id"))
 
 
-def retention_run_request(*, tenant: Tenant) -> None:
-    """Queue one batch of the tenant's retention after the transaction commits (the console's "run now")."""
+def retention_run_request(*, tenant: Tenant, actor: Actor, reason: str, request_id: str = "") -> None:
+    """Queue one batch of the tenant's retention after the transaction commits (the console's "run now"); who asked
+    and why goes into the audit log first (`retention.run_requested`), as a single forget's reason does."""
     from memory.tasks import retention_run_task  # the tasks module imports this one
 
+    audit_record(
+        tenant=tenant, actor=actor, action="retention.run_requested", reason=reason, request_id=request_id
+    )  # fmt: skip
     transaction.on_commit(lambda: retention_run_task.delay(tenant.pk))

@@ -38,6 +38,7 @@ def test_a_dpo_sets_the_policy_runs_it_and_holds_a_user(page, screenshot, old_me
     expect(page.locator("#dry-run tr[data-tier=pages] td.num")).to_have_text("2")
     screenshot(page, "retention-policy-and-dry-run")
 
+    page.fill("#run-now-reason", "The policy was shortened today")
     with page.expect_navigation():
         page.click("#dry-run button:has-text('Run now')")
     expect(page.locator("#runs tbody tr")).to_have_count(1)

@@ -20,7 +20,8 @@ TAB_QUERIES = {
     "chats": 6,  # the count, the replies with their pages, the pages, segments, facts and profiles they used
     "audit": 2,  # the count, the entries
 }
-SEARCH_QUERIES = 4  # pages, segments, facts, profile versions
+# the stem prefixes, retrieval's first batch (one round trip), pages, segments, facts, profile versions
+SEARCH_QUERIES = 6
 
 
 def url(end_user) -> str:

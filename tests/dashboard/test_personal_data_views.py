@@ -150,7 +150,11 @@ def test_a_dpo_reveals_with_a_reason_and_it_is_audited(client, tenant, dpo_user,
 
     refused = client.post(f"/console/acme/users/{alice.pk}/reveal/", {"reason": ""})
     assert refused.status_code == 302 and not AuditEntry.objects.filter(action="personal_data.reveal").exists()
-    response = client.post(f"/console/acme/users/{alice.pk}/reveal/", {"reason": "customer asked to confirm"})
+    posted = client.post(
+        f"/console/acme/users/{alice.pk}/reveal/?tab=short-term", {"reason": "customer asked to confirm"}
+    )
+    assert posted.status_code == 302 and posted["Location"] == f"/console/acme/users/{alice.pk}/reveal/?tab=short-term"
+    response = client.get(posted["Location"])
 
     body = response.content.decode()
     assert response.status_code == 200 and EMAIL in body and "shown unmasked on this page only" in body
@@ -158,6 +162,22 @@ def test_a_dpo_reveals_with_a_reason_and_it_is_audited(client, tenant, dpo_user,
     audit = AuditEntry.objects.get(action="personal_data.reveal")
     assert (audit.subject_id, audit.reason) == (alice.pk, "customer asked to confirm")
     assert EMAIL not in client.get(f"/console/acme/users/{alice.pk}/").content.decode()  # masked again
+
+
+def test_refreshing_a_revealed_page_neither_reposts_nor_audits_again(client, tenant, dpo_user, alice, remembered):
+    builders.personal_data_policy(tenant, email="mask_console")
+    client.force_login(dpo_user)
+    posted = client.post(f"/console/acme/users/{alice.pk}/reveal/", {"reason": "customer asked to confirm"})
+    assert EMAIL in client.get(posted["Location"]).content.decode()
+    reads = AuditEntry.objects.filter(action__in=["personal_data.reveal", "memory.read"]).count()
+
+    refreshed = client.get(posted["Location"], follow=True)
+
+    assert refreshed.redirect_chain[0][0] == f"/console/acme/users/{alice.pk}/"
+    body = refreshed.content.decode()
+    assert EMAIL not in body and "Personal data is masked again" in body
+    assert AuditEntry.objects.filter(action="personal_data.reveal").count() == 1
+    assert AuditEntry.objects.filter(action__in=["personal_data.reveal", "memory.read"]).count() == reads + 1
 
 
 def test_a_reveal_of_another_tenants_user_is_404(client, dpo_user, stranger):

@@ -81,7 +81,7 @@ def test_run_now_removes_what_the_preview_said_and_the_run_page_shows_it(
     retention_policy_set(tenant=tenant, limits={"pages": 180, "knowledge": 365}, actor=DPO)
     client.force_login(dpo_user)
     with django_capture_on_commit_callbacks(execute=True):
-        assert client.post("/console/acme/retention/run/").status_code == 302
+        assert client.post("/console/acme/retention/run/", {"reason": "policy shortened"}).status_code == 302
     run = RetentionRun.objects.get(tenant=tenant)
     assert run.trigger == "console" and run.removed["pages"] == 2 and run.removed["knowledge"] == 1
     assert not KnowledgeEntry.objects.filter(pk=old_memory["fact"].pk).exists()
@@ -92,6 +92,25 @@ def test_run_now_removes_what_the_preview_said_and_the_run_page_shows_it(
         '<tr data-tier="pages"><td>Short- and mid-term pages</td><td class="num">2</td><td class="num">2</td>' in detail
     )
     assert "Along with them, as a manual forget does: topics: 1." in detail
+
+
+def test_run_now_needs_a_reason_which_is_audited(
+    client, dpo_user, tenant, old_memory, django_capture_on_commit_callbacks
+):
+    retention_policy_set(tenant=tenant, limits={"pages": 180}, actor=DPO)
+    client.force_login(dpo_user)
+    with django_capture_on_commit_callbacks(execute=True):
+        refused = client.post("/console/acme/retention/run/", {"reason": ""}, follow=True)
+    assert "Running retention now needs a reason." in refused.content.decode()
+    assert not RetentionRun.objects.exists()
+    assert 'name="reason"' in client.get("/console/acme/retention/").content.decode()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post("/console/acme/retention/run/", {"reason": "policy shortened"})
+
+    asked = AuditEntry.objects.get(action="retention.run_requested")
+    assert (asked.reason, asked.actor_id) == ("policy shortened", str(dpo_user.pk))
+    assert RetentionRun.objects.filter(tenant=tenant).count() == 1
 
 
 def test_a_run_of_another_tenant_is_404(client, dpo_user, other_tenant):

@@ -93,7 +93,9 @@ def test_an_api_token_reads_what_is_stored(tenant, remembered):
 def test_the_audited_reveal_shows_the_raw_value(client, dpo_user, alice, remembered):
     client.force_login(dpo_user)
 
-    response = client.post(f"/console/acme/users/{alice.pk}/reveal/", {"reason": "the user asked for a callback"})
+    response = client.post(
+        f"/console/acme/users/{alice.pk}/reveal/", {"reason": "the user asked for a callback"}, follow=True
+    )
 
     assert response.status_code == 200 and PHONE in response.content.decode()
     assert AuditEntry.objects.filter(action="personal_data.reveal").count() == 1
