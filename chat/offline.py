@@ -31,6 +31,10 @@ OFFLINE_LABEL = "(Offline mode — no language model is configured.)"
 NOTHING_RELEVANT = (
     "I don't remember anything relevant to this yet. I have kept your message, so I can bring it up when it matters."
 )
+NOTHING_RELEVANT_PAUSED = (
+    "I don't remember anything relevant to this. Memory is paused, so I won't keep this message beyond the latest "
+    "few turns."
+)
 ALSO_RELEVANT = "Also relevant:"
 MAX_SUPPORTING = 3
 QUOTE_CHARS = 180
@@ -261,15 +265,21 @@ def _supporting(candidate: Candidate, now: datetime | None) -> str:
 
 
 def offline_reply(
-    *, retrieval: RetrievalResult, dropped: set[tuple[str, int]] | None = None, now: datetime | None = None
+    *,
+    retrieval: RetrievalResult,
+    dropped: set[tuple[str, int]] | None = None,
+    now: datetime | None = None,
+    paused: bool = False,
 ) -> OfflineReply:
     """The answer from the most relevant memory the prompt kept (`dropped` holds the (kind, id) keys left out).
 
-    No LLM; one embedding call for the short-term turns. With nothing relevant it says so, and uses nothing.
+    No LLM; one embedding call for the short-term turns. With nothing relevant it says so, and uses nothing; while
+    memory is `paused` it says the message will not be kept (only the latest few turns are).
     """
     ranked = candidates(retrieval, dropped or set())
     if not ranked:
-        return OfflineReply(text=f"{OFFLINE_LABEL} {NOTHING_RELEVANT}", used=[])
+        nothing = NOTHING_RELEVANT_PAUSED if paused else NOTHING_RELEVANT
+        return OfflineReply(text=f"{OFFLINE_LABEL} {nothing}", used=[])
     best, supporting = ranked[0], ranked[1 : 1 + MAX_SUPPORTING]
     lines = [f"{OFFLINE_LABEL} {_answer(best, now)}"]
     if supporting:

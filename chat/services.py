@@ -214,7 +214,7 @@ def reply_draft(
             mask=mask if mask else None,
         )
         options = options or {}
-        generated = None if stream and mode == "llm" else _generate(prompt, retrieval, mode, now, options)
+        generated = None if stream and mode == "llm" else _generate(prompt, retrieval, mode, now, options, space.paused)
     except Exception as exc:
         return _failed(reply, mode, end_user, exc)
     actor = actor or Actor.end_user(end_user)
@@ -338,13 +338,17 @@ def _generated(answer: LLMReply, mode: str) -> Generated:
     return Generated(text=answer.text.strip(), mode=mode, usage=usage, tool_calls=answer.tool_calls)
 
 
-def _generate(prompt: Prompt, retrieval: RetrievalResult, mode: str, now: datetime, options: dict) -> Generated:
+def _generate(
+    prompt: Prompt, retrieval: RetrievalResult, mode: str, now: datetime, options: dict, paused: bool = False
+) -> Generated:
     """One generation call through the LLM seam, or the offline reply built from the memory the prompt kept.
 
-    The offline reply records as used only the memory it mentions, best first.
+    The offline reply records as used only the memory it mentions, best first; while memory is `paused` it does not
+    promise to keep the message.
     """
     if mode == "offline":
-        reply = offline_reply(retrieval=retrieval, dropped={item.key for item in prompt.dropped}, now=now)
+        dropped = {item.key for item in prompt.dropped}
+        reply = offline_reply(retrieval=retrieval, dropped=dropped, now=now, paused=paused)
         used = offline_memory_used(reply, retrieval=retrieval, tokens=prompt.tokens, budget=prompt.budget)
         return Generated(text=reply.text, mode=mode, usage=Usage(), used=used)
     try:

@@ -173,6 +173,8 @@ def test_while_paused_the_chat_still_answers_and_says_memory_is_paused(offline, 
     logged_in.post("/chat/ava/send/", {"message": "Hello", "idempotency_key": "k-1"})
 
     assert Page.objects.filter(space__end_user=alice).count() == 1
+    reply = Page.objects.get(space__end_user=alice).assistant_reply
+    assert "I have kept your message" not in reply and "Memory is paused, so I won't keep this message" in reply
     assert "Memory is paused" in logged_in.get("/chat/ava/").content.decode()
     assert "Resume memory" in logged_in.get("/chat/ava/memory/").content.decode()
 
