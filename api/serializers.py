@@ -130,6 +130,19 @@ class RetrievedKnowledgeOut(serializers.Serializer):
     text = serializers.CharField()
     score = serializers.FloatField(allow_null=True, help_text="Null for a pinned entry that retrieval did not rank.")
     pinned = serializers.BooleanField()
+    valid_from = serializers.DateTimeField(allow_null=True, help_text="When it became true (the turn that said it).")
+    replaced = serializers.CharField(
+        allow_null=True, help_text="The fact it replaced, true until `replaced_until`; null when it replaced none."
+    )
+    replaced_until = serializers.DateTimeField(allow_null=True)
+
+
+class EarlierPageOut(serializers.Serializer):
+    page_id = serializers.IntegerField()
+    until = serializers.DateTimeField(help_text="When it stopped being current.")
+    slot = serializers.CharField(help_text='What changed ("drink", "home"); empty when a person marked it outdated.')
+    value = serializers.CharField(help_text="The value now, when known.")
+    replaced_by = serializers.DictField(allow_null=True, help_text='{"kind": "page" or "knowledge", "id": ...}')
 
 
 class RetrieveOut(serializers.Serializer):
@@ -141,6 +154,11 @@ class RetrieveOut(serializers.Serializer):
     profile = ProfileOut(allow_null=True)
     knowledge = RetrievedKnowledgeOut(many=True, help_text="User and assistant knowledge, then pinned entries.")
     pinned_pages = ShortTermPageOut(many=True)
+    earlier = EarlierPageOut(
+        many=True,
+        help_text="Turns found that are no longer current: a later turn or fact replaced them, or a person "
+        "marked them outdated (a prompt quotes them as EARLIER).",
+    )
     used = serializers.DictField(help_text="Ids and scores of everything retrieved (as a reply would record it).")
     prompt = serializers.CharField(required=False, help_text="Only with include_prompt: the assembled prompt.")
 
@@ -574,8 +592,20 @@ def _knowledge_out(result: RetrievalResult) -> list[dict]:
     items += [{"entry": entry, "score": None} for entry in result.pinned_knowledge if entry.pk not in seen]
     return [
         {"id": i["entry"].pk, "kind": i["entry"].kind, "text": i["entry"].text, "score": i["score"]}
-        | {"pinned": i["entry"].pinned}
+        | {"pinned": i["entry"].pinned, "valid_from": i["entry"].valid_from}
+        | {
+            "replaced": getattr(i["entry"], "previous_text", None),
+            "replaced_until": getattr(i["entry"], "previous_until", None),
+        }
         for i in items
+    ]
+
+
+def _earlier_out(result: RetrievalResult) -> list[dict]:
+    return [
+        {"page_id": page_id, "until": r.at, "slot": r.slot, "value": r.value}
+        | {"replaced_by": {"kind": r.by[0], "id": r.by[1]} if r.by else None}
+        for page_id, r in result.earlier.items()
     ]
 
 
@@ -588,8 +618,9 @@ def retrieval_out(result: RetrievalResult) -> dict:
         "pages": RetrievedPageOut(result.pages, many=True).data,
         "segments": RetrievedSegmentOut(result.segments, many=True).data,
         "profile": ProfileOut(result.profile).data if result.profile else None,
-        "knowledge": _knowledge_out(result),
+        "knowledge": RetrievedKnowledgeOut(_knowledge_out(result), many=True).data,
         "pinned_pages": ShortTermPageOut(result.pinned_pages, many=True).data,
+        "earlier": EarlierPageOut(_earlier_out(result), many=True).data,
         "used": result.used(),
     }
 

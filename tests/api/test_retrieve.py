@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from memory.models import AuditEntry, Segment
 from memory.services.heat_samples import segment_visits_apply
+from memory.services.supersession import knowledge_supersede
+from tests import builders
 from tests.api.conftest import error_of
+from tests.builders import T0
 
 URL = "/api/v1/retrieve/"
 
@@ -77,3 +82,26 @@ def test_a_missing_query_is_a_validation_error(api, memory):
 
     assert response.status_code == 400
     assert list(error_of(response)["fields"]) == ["query"]
+
+
+def test_it_names_the_turns_no_longer_current_and_what_replaced_them(api, alice, assistant):
+    space = builders.space_of(alice, assistant)
+    builders.turn(space, user_message="I drink a flat white every morning.", at=T0)
+    builders.turn(space, user_message="Actually I've given up coffee, I now drink green tea.", at=T0 + timedelta(1))
+
+    body = ask(api, "What do I drink in the morning?").json()
+
+    [earlier] = body["earlier"]
+    assert (earlier["slot"], earlier["value"], earlier["replaced_by"]["kind"]) == ("drink", "green tea", "page")
+    flat_white = next(p for p in body["short_term"] if "flat white" in p["user_message"])
+    assert earlier["page_id"] == flat_white["id"]
+
+
+def test_a_current_fact_says_what_it_replaced(api, alice, assistant):
+    old = builders.knowledge(alice, text="The user lives in Porto.")
+    new = builders.knowledge(alice, text="The user moved to Leeds.")
+    knowledge_supersede(entries=[new])
+
+    [fact] = ask(api, "Where does the user live?").json()["knowledge"]
+
+    assert fact["id"] == new.pk and fact["replaced"] == old.text and fact["replaced_until"] is not None
