@@ -204,6 +204,7 @@ def _memory_context(request: HttpRequest, end_user: EndUser, assistant: Assistan
     shown = {"facts": remembered.facts, "topics": remembered.segments, "versions": remembered.earlier_profiles}
     query = _memory_query({name: page.number for name, page in shown.items()} | {"q": search})
     context = {"end_user": end_user, "assistant": assistant, "remembered": remembered, "found": found}
+    context["hold"] = legal_hold_active(end_user=end_user)
     return {**context, "memory_query": query, **extra}
 
 
@@ -224,6 +225,7 @@ def memory_topic(request: HttpRequest, assistant_id: str, segment_id: int) -> Ht
     segment = _own_or_404(segment_get, end_user, assistant=assistant, id=segment_id)
     context = {"end_user": end_user, "assistant": assistant, "segment": segment}
     context["pages"] = self_service.topic_pages(segment=segment)
+    context["hold"] = legal_hold_active(end_user=end_user)
     context["memory_query"] = _memory_query(request.GET)  # back to the memory page as it was left
     template = "chat/topic.html#topic-turns" if request.htmx else "chat/topic.html"
     return render(request, template, context)
@@ -280,7 +282,7 @@ def forget_confirm(request: HttpRequest, assistant_id: str, what: str, item_id: 
     item = _own_or_404(kind.get, end_user, **lookup)
     context = {"assistant": assistant, "url_name": url_name, "item_id": item_id, "what": label, "slug": what}
     context["impact"] = kind.item_impact(item).describe(kind_name)
-    context["held"] = HOLD_NOTE if legal_hold_active(end_user=end_user) else ""
+    context["hold"] = legal_hold_active(end_user=end_user)
     context["memory_query"] = _memory_query(request.GET)
     template = "chat/forget_confirm.html#confirm" if request.htmx else "chat/forget_confirm.html"
     return render(request, template, context)

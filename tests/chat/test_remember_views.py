@@ -67,15 +67,16 @@ def test_the_page_costs_the_same_queries_however_much_is_remembered(
     logged_in, remembered, space, alice, django_assert_num_queries
 ):
     # session, user, end user, assistant, space, recent pages, the profile, then a count and a page of rows for
-    # each of its earlier versions, the facts and the topics (a topic's own pages are read when it is opened)
-    with django_assert_num_queries(13):
+    # each of its earlier versions, the facts and the topics (a topic's own pages are read when it is opened),
+    # and the legal hold
+    with django_assert_num_queries(14):
         logged_in.get("/chat/ava/memory/")
     builders.segment_with_pages(
         space, summary="Half marathon training", messages=["I signed up for a half marathon", "My knee aches"]
     )
     builders.knowledge(alice, text="Alice runs 15 km a week.")
     builders.page(space, user_message="Another recent turn.")
-    with django_assert_num_queries(13):
+    with django_assert_num_queries(14):
         logged_in.get("/chat/ava/memory/")
 
 
