@@ -7,7 +7,6 @@ within the logged-in end user's own memory, so other people's ids are 404 too.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
@@ -23,6 +22,7 @@ from django.utils.http import urlencode
 from django.utils.text import get_valid_filename
 from django.views.decorators.http import require_GET, require_POST
 
+from chat.downloads import memory_download
 from chat.forms import KnowledgeCorrectionForm, MessageForm, OutdatedForm
 from chat.services import ReplyResult, reply_generate
 from memory.items import ITEM_KINDS
@@ -34,7 +34,6 @@ from memory.selectors.people import assistant_get, assistant_list
 from memory.selectors.tenancy import end_user_for_account
 from memory.services import governance
 from memory.services.audit import Actor
-from memory.services.gdpr import user_export_data
 from memory.services.governance import memory_read_record
 from memory.services.legal_hold import LegalHoldActive, legal_hold_active
 from memory.services.turns import EndUserClosed, space_get_or_create
@@ -417,14 +416,13 @@ def memory_pause(request: HttpRequest, assistant_id: str) -> HttpResponse:
 @require_POST
 @login_required
 def memory_export(request: HttpRequest, assistant_id: str) -> HttpResponse:
-    """Download everything remembered about the end user as JSON; the download is recorded in the audit trail."""
+    """Download everything remembered about the end user as a zip (a readable page and JSON without vectors); the
+    download is recorded in the audit trail."""
     end_user, _ = _pair_or_404(request, assistant_id)
-    data = user_export_data(end_user=end_user)
+    bundle = memory_download(end_user=end_user)
     memory_read_record(actor=Actor.end_user(end_user), end_user=end_user, what="export downloaded by the end user")
-    response = HttpResponse(
-        json.dumps(data, indent=2, ensure_ascii=False, default=str), content_type="application/json; charset=utf-8"
-    )
+    response = HttpResponse(bundle, content_type="application/zip")
     day = f"{timezone.now():%Y-%m-%d}"
-    filename = get_valid_filename(f"memory-{end_user.tenant.slug}-{end_user.external_id}-{day}.json")
+    filename = get_valid_filename(f"memory-{end_user.tenant.slug}-{end_user.external_id}-{day}.zip")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

@@ -6,8 +6,6 @@ body comes back with a note). Each is audited as the end user's own request.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from memory.models import AuditEntry, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
@@ -178,22 +176,6 @@ def test_while_paused_the_chat_still_answers_and_says_memory_is_paused(offline, 
     assert "I have kept your message" not in reply and "Memory is paused, so I won't keep this message" in reply
     assert "Memory is paused" in logged_in.get("/chat/ava/").content.decode()
     assert "Resume memory" in logged_in.get("/chat/ava/memory/").content.decode()
-
-
-def test_the_export_downloads_the_end_users_memory_as_json_and_is_audited(logged_in, remembered, alice):
-    response = logged_in.post("/chat/ava/memory/export/")
-
-    assert response.status_code == 200 and response["Content-Type"].startswith("application/json")
-    assert response["Content-Disposition"].startswith('attachment; filename="memory-acme-alice-')
-    data = json.loads(response.content)
-    assert data["end_user"]["external_id"] == "alice"
-    assert {k["text"] for k in data["knowledge"]} == {"Alice is vegetarian.", "Ava recommended the Time Out Market."}
-    audit = AuditEntry.objects.get(action="memory.read")
-    assert (audit.actor_kind, audit.end_user, audit.detail) == (
-        "end_user",
-        alice,
-        {"what": "export downloaded by the end user"},
-    )
 
 
 def assert_changed(client, response, headers, note: str) -> None:
