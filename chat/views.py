@@ -24,6 +24,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from chat.downloads import memory_download
 from chat.forms import KnowledgeCorrectionForm, MessageForm, OutdatedForm
+from chat.hidden_details import conversation_texts, hidden_details_note, memory_texts, pages_texts
 from chat.services import ReplyResult, reply_generate
 from memory.items import ITEM_KINDS
 from memory.models import Assistant, EndUser
@@ -91,7 +92,8 @@ def chat_index(request: HttpRequest) -> HttpResponse:
 def _conversation_context(end_user: EndUser, assistant: Assistant, form: MessageForm) -> dict:
     space = self_service.space_find(end_user=end_user, assistant=assistant)
     turns = self_service.conversation_recent(space=space, limit=settings.CHAT_HISTORY_TURNS)
-    return {"end_user": end_user, "assistant": assistant, "space": space, "turns": turns, "form": form}
+    context = {"end_user": end_user, "assistant": assistant, "space": space, "turns": turns, "form": form}
+    return context | {"hidden_note": hidden_details_note(conversation_texts(turns))}
 
 
 @require_GET
@@ -204,6 +206,7 @@ def _memory_context(request: HttpRequest, end_user: EndUser, assistant: Assistan
     query = _memory_query({name: page.number for name, page in shown.items()} | {"q": search})
     context = {"end_user": end_user, "assistant": assistant, "remembered": remembered, "found": found}
     context["hold"] = legal_hold_active(end_user=end_user)
+    context["hidden_note"] = hidden_details_note(memory_texts(remembered, found))
     return {**context, "memory_query": query, **extra}
 
 
@@ -224,6 +227,7 @@ def memory_topic(request: HttpRequest, assistant_id: str, segment_id: int) -> Ht
     segment = _own_or_404(segment_get, end_user, assistant=assistant, id=segment_id)
     context = {"end_user": end_user, "assistant": assistant, "segment": segment}
     context["pages"] = self_service.topic_pages(segment=segment)
+    context["hidden_note"] = hidden_details_note([segment.summary, *pages_texts(context["pages"])])
     context["hold"] = legal_hold_active(end_user=end_user)
     context["memory_query"] = _memory_query(request.GET)  # back to the memory page as it was left
     template = "chat/topic.html#topic-turns" if request.htmx else "chat/topic.html"
