@@ -7,7 +7,6 @@ within the logged-in end user's own memory, so other people's ids are 404 too.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
@@ -23,7 +22,9 @@ from django.utils.http import urlencode
 from django.utils.text import get_valid_filename
 from django.views.decorators.http import require_GET, require_POST
 
+from chat.downloads import memory_download
 from chat.forms import KnowledgeCorrectionForm, MessageForm, OutdatedForm
+from chat.hidden_details import conversation_texts, hidden_details_note, memory_texts, pages_texts
 from chat.services import ReplyResult, reply_generate
 from memory.items import ITEM_KINDS
 from memory.models import Assistant, EndUser
@@ -34,7 +35,6 @@ from memory.selectors.people import assistant_get, assistant_list
 from memory.selectors.tenancy import end_user_for_account
 from memory.services import governance
 from memory.services.audit import Actor
-from memory.services.gdpr import user_export_data
 from memory.services.governance import memory_read_record
 from memory.services.legal_hold import LegalHoldActive, legal_hold_active
 from memory.services.turns import EndUserClosed, space_get_or_create
@@ -92,7 +92,8 @@ def chat_index(request: HttpRequest) -> HttpResponse:
 def _conversation_context(end_user: EndUser, assistant: Assistant, form: MessageForm) -> dict:
     space = self_service.space_find(end_user=end_user, assistant=assistant)
     turns = self_service.conversation_recent(space=space, limit=settings.CHAT_HISTORY_TURNS)
-    return {"end_user": end_user, "assistant": assistant, "space": space, "turns": turns, "form": form}
+    context = {"end_user": end_user, "assistant": assistant, "space": space, "turns": turns, "form": form}
+    return context | {"hidden_note": hidden_details_note(conversation_texts(turns))}
 
 
 @require_GET
@@ -204,6 +205,8 @@ def _memory_context(request: HttpRequest, end_user: EndUser, assistant: Assistan
     shown = {"facts": remembered.facts, "topics": remembered.segments, "versions": remembered.earlier_profiles}
     query = _memory_query({name: page.number for name, page in shown.items()} | {"q": search})
     context = {"end_user": end_user, "assistant": assistant, "remembered": remembered, "found": found}
+    context["hold"] = legal_hold_active(end_user=end_user)
+    context["hidden_note"] = hidden_details_note(memory_texts(remembered, found))
     return {**context, "memory_query": query, **extra}
 
 
@@ -224,6 +227,8 @@ def memory_topic(request: HttpRequest, assistant_id: str, segment_id: int) -> Ht
     segment = _own_or_404(segment_get, end_user, assistant=assistant, id=segment_id)
     context = {"end_user": end_user, "assistant": assistant, "segment": segment}
     context["pages"] = self_service.topic_pages(segment=segment)
+    context["hidden_note"] = hidden_details_note([segment.summary, *pages_texts(context["pages"])])
+    context["hold"] = legal_hold_active(end_user=end_user)
     context["memory_query"] = _memory_query(request.GET)  # back to the memory page as it was left
     template = "chat/topic.html#topic-turns" if request.htmx else "chat/topic.html"
     return render(request, template, context)
@@ -280,7 +285,7 @@ def forget_confirm(request: HttpRequest, assistant_id: str, what: str, item_id: 
     item = _own_or_404(kind.get, end_user, **lookup)
     context = {"assistant": assistant, "url_name": url_name, "item_id": item_id, "what": label, "slug": what}
     context["impact"] = kind.item_impact(item).describe(kind_name)
-    context["held"] = HOLD_NOTE if legal_hold_active(end_user=end_user) else ""
+    context["hold"] = legal_hold_active(end_user=end_user)
     context["memory_query"] = _memory_query(request.GET)
     template = "chat/forget_confirm.html#confirm" if request.htmx else "chat/forget_confirm.html"
     return render(request, template, context)
@@ -415,14 +420,13 @@ def memory_pause(request: HttpRequest, assistant_id: str) -> HttpResponse:
 @require_POST
 @login_required
 def memory_export(request: HttpRequest, assistant_id: str) -> HttpResponse:
-    """Download everything remembered about the end user as JSON; the download is recorded in the audit trail."""
+    """Download everything remembered about the end user as a zip (a readable page and JSON without vectors); the
+    download is recorded in the audit trail."""
     end_user, _ = _pair_or_404(request, assistant_id)
-    data = user_export_data(end_user=end_user)
+    bundle = memory_download(end_user=end_user)
     memory_read_record(actor=Actor.end_user(end_user), end_user=end_user, what="export downloaded by the end user")
-    response = HttpResponse(
-        json.dumps(data, indent=2, ensure_ascii=False, default=str), content_type="application/json; charset=utf-8"
-    )
+    response = HttpResponse(bundle, content_type="application/zip")
     day = f"{timezone.now():%Y-%m-%d}"
-    filename = get_valid_filename(f"memory-{end_user.tenant.slug}-{end_user.external_id}-{day}.json")
+    filename = get_valid_filename(f"memory-{end_user.tenant.slug}-{end_user.external_id}-{day}.zip")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response

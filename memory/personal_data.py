@@ -282,6 +282,23 @@ def _digits(text: str) -> str:
     return "".join(ch for ch in text if ch.isdigit())
 
 
+# Each category's mask as Finding.mask writes it, to tell afterwards which categories a stored text had masked.
+MASKS = {
+    EMAIL: re.compile(r"\[email\]"),
+    PHONE: re.compile(r"\[phone\]"),
+    CARD: re.compile(r"\[card ending \d{4}\]"),
+    IBAN: re.compile(r"\[iban\]"),
+    GOVERNMENT_ID: re.compile(r"\[government id\]|" + re.escape(WITHHELD_MASK)),
+    SECRET: re.compile(r"\[secret\]"),
+}
+
+
+def masked_categories(texts: Iterable[str]) -> list[str]:
+    """The categories whose masks appear in `texts`, in CATEGORIES order (each once)."""
+    joined = "\n".join(text for text in texts if text)
+    return [category for category in CATEGORIES if MASKS[category].search(joined)]
+
+
 def mask_findings(text: str, findings: Sequence[Finding]) -> str:
     """`text` with each finding (in order, not overlapping) replaced by its mask."""
     parts, position = [], 0

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 from dashboard.console import Console, console_or_404, page_or_partial
 from dashboard.forms import AuditFilterForm
 from memory.roles import Permission
-from memory.selectors.console import AuditFilter, audit_actions, audit_entries, audit_entry_at
+from memory.selectors.console import AuditFilter, audit_actions, audit_entries, audit_entry_at, audit_summary
 from memory.services.audit import audit_verify
 
 ENTRIES_PER_PAGE = 50
@@ -44,7 +44,8 @@ def audit_log(request: HttpRequest, slug: str) -> HttpResponse:
     page = Paginator(entries, ENTRIES_PER_PAGE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
-    context = {"console": console, "form": form, "page": page, "query": query.urlencode()}
+    summary = audit_summary(entries=entries)
+    context = {"console": console, "form": form, "page": page, "query": query.urlencode(), "summary": summary}
     return render(request, page_or_partial(request, "dashboard/audit.html", "results"), context)
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import F
 
-from memory.models import KnowledgeEntry, Page, ProfileVersion, ReviewState
+from memory.models import KnowledgeEntry, LegalHold, Page, ProfileVersion, ReviewState
 from memory.models.integration import JobKind
 from memory.models.tiers import KnowledgeKind, ProfileAuthor
 from memory.profile_withdrawal import ProfileWithdrawal, profile_without
@@ -295,7 +295,7 @@ class RejectionPreview:
     turns_withheld: list[Page]
     turns_kept_pinned: list[Page]
     forget: ForgetImpact | None
-    legal_hold: bool
+    legal_hold: LegalHold | None  # the hold that forbids forgetting, shown with its date and who placed it
 
     @property
     def removed_from_profile(self) -> list[str]:
@@ -305,7 +305,7 @@ class RejectionPreview:
 def knowledge_reject_preview(*, entry: KnowledgeEntry) -> RejectionPreview:
     """What rejecting `entry` (alone, or with its source turns forgotten) would do. Read-only."""
     pages = list(entry.source_pages.without_vectors().select_related("space__assistant").order_by("seq"))
-    held = legal_hold_for_deletion(end_user_id=entry.end_user_id) is not None
+    held = legal_hold_for_deletion(end_user_id=entry.end_user_id)
     forget = None if held else ForgetImpact()
     if forget is not None and pages:
         forget = plan_pages_forget(end_user=entry.end_user, pages=pages).impact

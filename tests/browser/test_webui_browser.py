@@ -161,7 +161,7 @@ def test_the_chat_fits_a_phone_and_a_failed_send_is_retried_and_stored_once(memo
 
     tab.goto("/chat/ava/memory/")
     assert page_width(tab) <= PHONE
-    for name in ("Pause memory", "Download my memory (JSON)"):
+    for name in ("Pause memory", "Download my memory"):
         button = tab.locator("button", has_text=name).bounding_box()
         assert button["x"] >= 0 and button["x"] + button["width"] <= PHONE
     screenshot(tab, "webui-memory-phone")

@@ -37,4 +37,4 @@ def test_forgetting_a_turn_with_htmx_shows_the_note_in_the_body(client, held):
 
 def test_the_confirmation_already_says_the_data_is_on_hold(client, held):
     response = client.get(f"/chat/ava/memory/facts/{held['fact'].pk}/forget/confirm/")
-    assert "your data is under a legal hold" in response.content.decode()
+    assert "Under legal hold since" in response.content.decode()

@@ -85,12 +85,13 @@ def test_the_page_costs_the_same_queries_on_any_page_however_much_is_remembered(
     logged_in, space, alice, assistant, django_assert_num_queries
 ):
     # session, user, end user, assistant, space, latest turns, profile, then a count and a page of rows for each
-    # of the earlier versions, the facts and the topics (a topic's turns are read when it is opened)
+    # of the earlier versions, the facts and the topics (a topic's turns are read when it is opened),
+    # and the legal hold
     remember(space, alice, assistant, topics=30, facts=30, versions=30)
-    with django_assert_num_queries(13):
+    with django_assert_num_queries(14):
         logged_in.get("/chat/ava/memory/")
     remember(space, alice, assistant, topics=40, facts=40, versions=40, first=30)
-    with django_assert_num_queries(13):
+    with django_assert_num_queries(14):
         logged_in.get("/chat/ava/memory/", {"topics": 3, "facts": 3, "versions": 3})
 
 

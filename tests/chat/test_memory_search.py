@@ -92,5 +92,6 @@ def test_forgetting_a_found_fact_comes_back_to_the_search(logged_in, lisbon, hea
 
 
 def test_a_search_costs_four_queries_more_than_the_page(logged_in, lisbon, django_assert_num_queries):
-    with django_assert_num_queries(13 + 4):  # the page's 13, then pages, topics, facts and profile versions found
+    # the page's 14 (its legal hold included), then pages, topics, facts and profile versions found
+    with django_assert_num_queries(14 + 4):
         logged_in.get("/chat/ava/memory/", {"q": "lisbon"})
