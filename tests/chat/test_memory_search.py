@@ -91,7 +91,8 @@ def test_forgetting_a_found_fact_comes_back_to_the_search(logged_in, lisbon, hea
         assert response["Location"] == "/chat/ava/memory/?q=lisbon"
 
 
-def test_a_search_costs_four_queries_more_than_the_page(logged_in, lisbon, django_assert_num_queries):
-    # the page's 14 (its legal hold included), then pages, topics, facts and profile versions found
-    with django_assert_num_queries(14 + 4):
+def test_a_search_costs_six_queries_more_than_the_page(logged_in, lisbon, django_assert_num_queries):
+    # the page's 14 (its legal hold included), then the query's stem prefixes and retrieval's one batch (the turns
+    # found by words and meaning, memory.selectors.search), then pages, topics, facts and profile versions found
+    with django_assert_num_queries(14 + 6):
         logged_in.get("/chat/ava/memory/", {"q": "lisbon"})
