@@ -8,6 +8,7 @@ from contextlib import nullcontext
 import pytest
 from playwright.sync_api import expect
 
+from memory.services.tenancy import assistant_create
 from tests import builders
 from tests.browser.conftest import log_in
 from tests.conftest import PASSWORD
@@ -105,3 +106,19 @@ def test_the_action_dialog_keeps_the_focus_inside_until_escape(page, remembered)
     page.keyboard.press("Escape")
     expect(page.locator("#modal .modal")).to_have_count(0)
     expect(pin).to_be_focused()
+
+
+def test_the_assistant_is_chosen_with_the_keyboard_and_a_button_not_on_change(page, remembered, tenant):
+    other = assistant_create(tenant=tenant, external_id="max", name="Max")
+    builders.turn(builders.space_of(remembered, other), user_message="Max, remind me of the dentist.")
+    log_in(page, "supervisor-of-acme", PASSWORD)
+    page.goto(f"/console/acme/users/{remembered.pk}/?assistant=ava")
+
+    page.focus("#id_assistant")
+    page.keyboard.press("ArrowDown")  # choosing an option loads nothing by itself
+    assert "assistant=ava" in page.url
+    page.keyboard.press("Tab")
+    with page.expect_navigation():
+        page.keyboard.press("Enter")  # the Show button
+    assert "assistant=max" in page.url
+    expect(page.locator("#tab-short-term")).to_contain_text("remind me of the dentist")
