@@ -40,7 +40,7 @@ def test_a_supervisor_moves_between_tabs_searches_and_follows_a_reply_to_its_mem
     log_in(page, "supervisor-of-acme", PASSWORD)
 
     page.goto(f"/console/acme/users/{alice.pk}/")
-    expect(page.locator(".case-tabs [aria-current=page]")).to_have_attribute("data-tab", "short-term")
+    expect(page.locator(".case-tabs [aria-selected=true]")).to_have_attribute("data-tab", "short-term")
     expect(page.locator("#tab-short-term .turn")).to_have_count(7)
     assert plotly_requests == [] and page.evaluate("typeof window.Plotly") == "undefined"
 

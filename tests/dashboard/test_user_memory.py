@@ -25,8 +25,10 @@ def test_it_opens_on_short_term_memory_in_order_and_offers_every_tab(client, age
     assert [key for key, _, _ in response.context["tabs"]] == ["short-term", "mid-term", "long-term", "chats"]
     body = response.content.decode()
     assert "Short-term memory" in body and "Mid-term memory" not in body and "Long-term personal memory" not in body
-    assert 'aria-current="page" data-tab="short-term"' not in body  # the active tab is marked on its link
-    assert 'data-tab="short-term" class="is-active" aria-current="page"' in body
+    assert 'role="tablist"' in body and 'role="tabpanel"' in body
+    selected, other = 'id="case-tab-short-term" role="tab"', 'id="case-tab-mid-term" role="tab"'
+    assert f'{selected} aria-controls="tab-short-term" class="is-active" aria-selected="true" tabindex="0"' in body
+    assert f'{other} aria-controls="tab-short-term" aria-selected="false" tabindex="-1"' in body  # one tab stop
     assert f'href="{url(alice)}?tab=mid-term&amp;assistant=ava"' in body  # every tab is a plain link too
 
 
