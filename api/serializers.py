@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from memory.heat import segment_heat
+from memory.importers import BUNDLE, FORMATS
 from memory.models import (
     Assistant,
     AuditEntry,
@@ -641,7 +642,16 @@ class BundleField(serializers.DictField):
 
 
 class ImportIn(serializers.Serializer):
-    bundle = BundleField(help_text="The memory bundle: a GDPR export's export.json.")
+    bundle = BundleField(
+        help_text="The memory bundle: a GDPR export's export.json; or, with `format`, another memory system's export "
+        '(mem0: `{"results": [...]}`; letta: the .af; memoryos: the user directory\'s files by name). '
+        "docs/importing.md."
+    )
+    format = serializers.ChoiceField(
+        choices=list(FORMATS),
+        default=BUNDLE,
+        help_text="What `bundle` holds: `bundle` (default), mem0, letta, memoryos.",
+    )
     dry_run = serializers.BooleanField(default=False, help_text="true: only say what would be created.")
     assistant = ExternalIdField(
         required=False,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
-from memory.bundles import BundleInvalid, bundle_parse
+from memory.bundles import BundleInvalid
+from memory.importers import BUNDLE, FORMATS, bundle_from_bytes
 from memory.models import PersonalDataAction, RequestChannel, RequestKind, RequestStatus, ReviewMode, Role
 from memory.personal_data import CATEGORIES, LABELS
 from memory.services.governance import MAX_MEMORY_TEXT
@@ -171,13 +172,24 @@ class ErasureForm(forms.Form):
         return self.cleaned_data["confirm"]
 
 
+IMPORTED_USER = "imported"  # the bundle names a user of the source; the import writes into the one it is given
+
+
 class BundleImportForm(forms.Form):
     """A memory bundle to import (export.json or the export's zip), and the assistant it goes to."""
 
+    format = forms.ChoiceField(
+        choices=list(FORMATS.items()),
+        initial=BUNDLE,
+        required=False,  # a form posted without it (older clients, scripts) imports a bundle
+        label="Format",
+        help_text="A MemoryOS bundle, or another memory system's export (see docs/importing.md).",
+    )
     bundle = forms.FileField(
         label="Memory bundle",
-        help_text="The <code>export.json</code> of a MemoryOS export, or the export's zip.",
-        widget=forms.ClearableFileInput(attrs={"accept": ".json,.zip,application/json,application/zip"}),
+        help_text="The <code>export.json</code> of a MemoryOS export, or the export's zip; a mem0 export's JSON, a "
+        "Letta <code>.af</code>, or a zip of a reference MemoryOS user directory.",
+        widget=forms.ClearableFileInput(attrs={"accept": ".json,.zip,.af,application/json,application/zip"}),
     )
     assistant = forms.ChoiceField(required=False, label="Import into")
 
@@ -187,11 +199,13 @@ class BundleImportForm(forms.Form):
 
     def clean_bundle(self) -> dict:
         """The parsed bundle; a file past MEMORY_IMPORT_MAX_BYTES is refused after reading one byte past it."""
-        upload = self.cleaned_data["bundle"]
+        upload, source_format = self.cleaned_data["bundle"], self.cleaned_data.get("format") or BUNDLE
+        raw = upload.read(settings.MEMORY_IMPORT_MAX_BYTES + 1)
         try:
-            return bundle_parse(upload.read(settings.MEMORY_IMPORT_MAX_BYTES + 1))
+            return bundle_from_bytes(source_format, raw, external_id=IMPORTED_USER)
         except BundleInvalid as exc:
-            raise forms.ValidationError(f"The bundle is refused: {exc}") from None
+            what = "bundle" if source_format == BUNDLE else f"{source_format} export"
+            raise forms.ValidationError(f"The {what} is refused: {exc}") from None
 
 
 def _limit(label: str, unit: str = "days", help_text: str = "") -> forms.IntegerField:

@@ -16,6 +16,7 @@ from api.exceptions import Conflict, Gone, PayloadTooLarge
 from api.serializers import ExternalIdField
 from api.views.base import ApiListView, ApiView, get_or_not_found
 from memory.bundles import BundleInvalid
+from memory.importers import BUNDLE, bundle_from
 from memory.models import ActorKind, ExportJob, ImportStatus, JobStatus
 from memory.selectors.governance import (
     audit_entry_list,
@@ -208,11 +209,13 @@ class UserImportView(ApiView):
         if int(length) > settings.MEMORY_IMPORT_MAX_BYTES:
             raise PayloadTooLarge(f"The bundle is larger than {settings.MEMORY_IMPORT_MAX_BYTES} bytes.")
         data = self.valid(serializers.ImportIn)
-        background = not data["dry_run"] and import_in_background(data["bundle"])
         try:
+            data["bundle"] = bundle_from(data["format"], data["bundle"], external_id=external_id)
+            background = not data["dry_run"] and import_in_background(data["bundle"])
             result = self._import(end_user, data, background=background)
         except BundleInvalid as exc:
-            problem = {"non_field_errors": [f"The bundle is refused: {exc}"], "bundle": [str(exc)]}
+            what = "bundle" if data["format"] == BUNDLE else f"{data['format']} export"
+            problem = {"non_field_errors": [f"The {what} is refused: {exc}"], "bundle": [str(exc)]}
             raise drf.ValidationError(problem) from None
         except ImportRefused as exc:
             raise Conflict(f"Not imported: {exc}.", code="import_refused") from None

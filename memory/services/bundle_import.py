@@ -445,8 +445,8 @@ def _pages_create(space: MemorySpace, rows: list[dict], segments: dict[int, Segm
             valid_to=_optional_timestamp(row.get("valid_to")),
             outdated_note=row.get("outdated_note", ""),
             source=PageSource.IMPORT,
-            source_ref=f"bundle:{fingerprint[:16]}",
-            source_meta={"bundle_page_id": row["id"], "source": row.get("source", "")},
+            source_ref=_source_ref(row, fingerprint),
+            source_meta={"bundle_page_id": row["id"], "source": row.get("source", "")} | _origin(row),
             reply_source=row.get("reply_source", ReplySource.ASSISTANT),
         )
     placed = [page for page in pages.values() if page.segment is not None]
@@ -456,6 +456,22 @@ def _pages_create(space: MemorySpace, rows: list[dict], segments: dict[int, Segm
     MemorySpace.objects.filter(pk=space.pk).update(next_seq=first_seq + len(rows))
     _chains_link(rows, pages)
     return pages
+
+
+def _source_ref(row: dict, fingerprint: str) -> str:
+    """Where the page came from: another memory system's record (memory.importers), or the bundle."""
+    origin = _origin(row).get("origin")
+    if origin:
+        return f"imported from {origin['system']} ({origin['id']})"[:200]
+    return f"bundle:{fingerprint[:16]}"
+
+
+def _origin(row: dict) -> dict:
+    """A page's `origin` ({"system", "id"}, set by memory.importers) when it is well formed; else nothing."""
+    origin = row.get("origin")
+    if isinstance(origin, dict) and isinstance(origin.get("system"), str) and isinstance(origin.get("id"), str):
+        return {"origin": {"system": origin["system"][:40], "id": origin["id"][:200]}}
+    return {}
 
 
 def _pages_embed(placed: list[Page]) -> list[PageVectors]:

@@ -1,14 +1,15 @@
-"""python manage.py memory_import FILE --tenant SLUG --user EXTERNAL_ID [--assistant ID] [--dry-run]."""
+"""python manage.py memory_import FILE_OR_DIR [--from bundle|mem0|letta|memoryos] --tenant SLUG --user EXTERNAL_ID
+[--assistant ID] [--dry-run]."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from memory.bundles import BundleInvalid, bundle_parse
+from memory.bundles import BundleInvalid
+from memory.importers import BUNDLE, FORMATS, bundle_from_path
 from memory.models import Tenant
 from memory.services.audit import Actor
 from memory.services.bundle_import import ImportRefused, ImportResult, memory_import
@@ -23,11 +24,15 @@ class Command(BaseCommand):
         "Import a memory bundle (a GDPR export's export.json, or the export's zip) into the end user EXTERNAL_ID of "
         "the tenant SLUG, created if new. Pages keep their times; pins, locks, profile history and the facts' "
         "source pages are kept; every vector is computed again. A bundle already imported for the user changes "
-        "nothing. --dry-run says what would be created and changes nothing."
+        "nothing. --dry-run says what would be created and changes nothing. --from reads another memory system's "
+        "export instead (docs/importing.md)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("file", help="export.json or the export's zip")
+        parser.add_argument("file", help="export.json or the export's zip; for --from memoryos, a user's directory")
+        parser.add_argument(
+            "--from", dest="source_format", choices=list(FORMATS), default=BUNDLE, help="the file's format"
+        )
         parser.add_argument("--tenant", required=True, help="the tenant's slug")
         parser.add_argument("--user", required=True, help="the end user's external id (created if new)")
         parser.add_argument(
@@ -35,11 +40,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--dry-run", action="store_true", help="validate and count, change nothing")
 
-    def handle(self, *args, file: str, tenant: str, user: str, assistant: str, dry_run: bool, **opts) -> None:
+    def handle(
+        self, *args, file: str, source_format: str, tenant: str, user: str, assistant: str, dry_run: bool, **opts
+    ):
         found = Tenant.objects.filter(slug=tenant).first()
         if found is None:
             raise CommandError(f"no tenant {tenant!r}: create it with `python manage.py tenant_create {tenant}`")
-        bundle = _bundle_read(Path(file))
+        bundle = _bundle_read(source_format, Path(file), user)
         try:
             with transaction.atomic():
                 end_user = end_user_for_turn(tenant=found, external_id=user)
@@ -57,17 +64,16 @@ class Command(BaseCommand):
         self.stdout.write(_report(result, user))
 
 
-def _bundle_read(path: Path) -> dict:
-    """The parsed bundle; reads at most one byte past the size limit, so a huge file is refused without reading it."""
+def _bundle_read(source_format: str, path: Path, user: str) -> dict:
+    """The parsed bundle (mapped from another system's export); a huge file is refused without reading it."""
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(settings.MEMORY_IMPORT_MAX_BYTES + 1)
+        return bundle_from_path(source_format, path, external_id=user)
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        return bundle_parse(raw)
     except BundleInvalid as exc:
-        raise CommandError(f"the bundle is refused: {exc}") from None
+        raise CommandError(
+            f"the {'bundle' if source_format == BUNDLE else source_format + ' export'} is refused: {exc}"
+        ) from None
 
 
 def _report(result: ImportResult, user: str) -> str:
