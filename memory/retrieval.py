@@ -79,6 +79,33 @@ def segment_candidates(*, space_id: int, vector: np.ndarray, limit: int = 20) ->
     return [SegmentCandidate(segment_id=i, cosine=float(c), keywords=list(k)) for i, c, k in rows]
 
 
+# The tenant's pages nearest a question, for the console's search across users: every space of the tenant is ranked
+# by the Hamming distance of its pages' binary-quantised vectors (index-only scans of `page_space_bits`, one space
+# after another: the cost grows with the tenant's pages, about 50 bytes a page), the best `pool` re-ranked by exact
+# cosine.
+TENANT_VECTOR_SQL = f"""
+WITH near AS (
+    SELECT id FROM memory_page
+    WHERE space_id = ANY(ARRAY(SELECT id FROM memory_memoryspace WHERE tenant_id = %(tenant)s))
+      AND embedding_bits IS NOT NULL
+    ORDER BY embedding_bits <~> binary_quantize(%(vector)s::halfvec), id
+    LIMIT %(pool)s
+)
+SELECT id, {PAGE_COSINE} AS cosine FROM memory_page WHERE id = ANY(ARRAY(SELECT id FROM near))
+ORDER BY cosine DESC, id LIMIT %(limit)s
+"""
+
+
+def tenant_vector_pages(*, tenant_id: int, query: str, floor: float, limit: int = 50) -> dict[int, float]:
+    """page id → cosine, for the tenant's pages (any user's) at least `floor` near `query`, nearest first: the
+    console's search across users. One query, beside the question's embedding."""
+    vector = _vector_text(embedder_for_store().embed([query])[0])
+    params = {"tenant": tenant_id, "vector": vector, "pool": VECTOR_POOL, "limit": limit}
+    with connection.cursor() as cursor:
+        cursor.execute(TENANT_VECTOR_SQL, params)
+        return {page_id: float(cosine) for page_id, cosine in cursor.fetchall() if cosine >= floor}
+
+
 def segment_central_summary(*, segment_id: int, centroid: np.ndarray) -> str | None:
     """The topic summary of the segment's page nearest to the segment's centroid (an extractive summary)."""
     return (

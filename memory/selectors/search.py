@@ -1,5 +1,5 @@
 """Search of memory for the console: within one user's space (retrieval's own channels, memory.retrieval, plus a
-stem-prefix full-text match) and across a tenant's users (the full-text column alone, paginated).
+stem-prefix full-text match) and across a tenant's users (the full-text column and the vector channel, paginated).
 
 PostgreSQL's English stemmer keeps "allergy" (`allergi`) and "allergic" (`allerg`) apart, so a query word matches
 by the prefix of its stem less its last letter (`allerg:*`): a noun's "-y" and the adjective meet, and "address"
@@ -15,12 +15,12 @@ from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.core import paginator
 from django.db import connection
-from django.db.models import F, FloatField, Q, Value
+from django.db.models import Case, F, FloatField, Q, Value, When
 from django.utils import timezone
 
 from memory.models import Page, Tenant
 from memory.models.tenancy import MemorySpace
-from memory.retrieval import DEFAULT, channel_candidates, fused_score, query_terms
+from memory.retrieval import DEFAULT, channel_candidates, fused_score, query_terms, tenant_vector_pages
 
 SHORTEST_PREFIX = 4  # a stem is cut to no fewer letters than this (or its own length): "elm" stays "elm"
 
@@ -70,16 +70,22 @@ class TenantSearch:
 
 
 def tenant_search(*, tenant: Tenant, query: str, number, per_page: int) -> TenantSearch:
-    """The tenant's turns whose words match `query`, by ts_rank_cd then newest, a page at a time; three queries
-    (the stem prefixes, the count, the page of turns with their space, user and assistant) whatever the size of
-    memory. A turn is found in either side of the dialogue; a reply the system wrote is never searched."""
+    """The tenant's turns whose words match `query` or whose meaning is near it (retrieval's vector channel over the
+    tenant's pages, memory.retrieval.tenant_vector_pages, at least MEMORY_VISIT_RELEVANCE near), best first by
+    ts_rank_cd plus cosine, then newest, a page at a time; four queries (the stem prefixes, the nearest pages, the
+    count, the page of turns with their space, user and assistant) whatever the size of memory. A turn is found in
+    either side of the dialogue; a reply the system wrote is never searched by its words."""
     found = TenantSearch(query=query, prefixes=search_prefixes(query))
     if not found.prefixes:
         return found
     words = prefix_query(found.prefixes)
+    near = tenant_vector_pages(tenant_id=tenant.pk, query=query, floor=settings.MEMORY_VISIT_RELEVANCE)
+    cosine = Value(0.0, output_field=FloatField())
+    if near:
+        cosine = Case(*(When(id=i, then=Value(c)) for i, c in near.items()), default=cosine, output_field=FloatField())
     pages = (
-        Page.objects.filter(space__tenant=tenant, search=words)
-        .annotate(rank=SearchRank(F("search"), words, cover_density=True))
+        Page.objects.filter(Q(search=words) | Q(id__in=list(near)), space__tenant=tenant)
+        .annotate(rank=SearchRank(F("search"), words, cover_density=True) + cosine)
         .select_related("space__end_user", "space__assistant")
         .without_vectors()
         .only(*SHOWN, "space__end_user__display_name", "space__end_user__external_id", "space__assistant__name")

@@ -3,9 +3,11 @@ text), with the match highlighted, who said it, the date, the tier and the user;
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from memory.models import AuditEntry
+from memory.embeddings import get_embedder, use_embedder
+from memory.models import AuditEntry, Page
 from memory.selectors.search import search_prefixes
 from tests import builders
 from tests.dashboard.conftest import HX
@@ -130,8 +132,9 @@ def test_results_are_paginated_and_cost_the_same_for_few_and_many(
     for n, end_user in enumerate(users):
         for i in range(8 * n + 1):
             builders.turn(builders.space_of(end_user, assistant), user_message=f"A refund please, {i}.")
-        # 4 auth and access + prefixes + count + rows + the audited reads (savepoint, lock, last entry, insert, release)
-        with django_assert_num_queries(12):
+        # 4 auth and access + prefixes + nearest pages + count + rows + the audited reads (savepoint, lock, last entry,
+        # insert, release)
+        with django_assert_num_queries(13):
             found = client.get(URL, {"q": "refunds"}, **HX).context["found"]
         assert found.count == sum(8 * k + 1 for k in range(n + 1))
         assert len(found.page.object_list) == min(found.count, 20)
@@ -164,3 +167,30 @@ def test_within_a_user_home_address_finds_the_address_turn_first(client, agent_u
     pages = client.get(user_url(address), {"q": "home address"}).context["found"].pages
 
     assert pages[0].user_message == "My address is 12 Elm Street"
+
+
+class _SameMeaning:
+    """The embedder seam answering one vector for every text: the question means what the stored turn means (a real
+    model would say so of "a refund" and "my money back"; the test's hashing embedder cannot)."""
+
+    def __init__(self, vector: np.ndarray) -> None:
+        seam = get_embedder()
+        self.name, self.dimension, self.vector = seam.name, seam.dimension, vector
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.tile(self.vector, (len(texts), 1))
+
+
+def test_across_users_a_turn_near_in_meaning_is_found_without_a_shared_word(client, agent_user, bob, assistant):
+    space = builders.space_of(bob, assistant)
+    kettle = builders.page(space, segment=builders.segment(space, summary="kettle"),
+                           user_message="I want my money back for the broken kettle.")  # fmt: skip
+    vector = np.zeros(get_embedder().dimension, dtype=np.float32)
+    vector[0] = 1.0
+    Page.objects.filter(pk=kettle.pk).update(embedding=vector.tolist())
+    client.force_login(agent_user)
+
+    with use_embedder(_SameMeaning(vector)):
+        found = client.get(URL, {"q": "who asked for a refund"}, **HX).context["found"]
+
+    assert [page.pk for page in found.page.object_list] == [kettle.pk]
