@@ -17,6 +17,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, models, transaction
 from django.db.models import Count
+from django.db.models.expressions import DatabaseDefault
 from pgvector import HalfVector
 from pgvector.psycopg.halfvec import register_halfvec_info
 from pgvector.psycopg.vector import register_vector_info
@@ -252,6 +253,8 @@ def _column_types(cursor, table: str, columns: list[str]) -> list[str]:
 
 def _copy_value(field: models.Field, obj: models.Model):
     value = field.pre_save(obj, add=True)  # auto_now_add fills created_at
+    if isinstance(value, DatabaseDefault):  # a field left to its database default: COPY writes that value itself
+        value = field.db_default.value if hasattr(field.db_default, "value") else field.db_default
     if isinstance(field, models.JSONField) and value is not None:
         return Jsonb(value)
     if isinstance(field, HalfVectorField) and value is not None:

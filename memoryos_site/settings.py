@@ -465,7 +465,10 @@ SPECTACULAR_SETTINGS = {
         "integrations.schema.add_proxy_paths",  # after: its plain Django views have OpenAI-shaped errors
     ],
     # Knowledge's kind (user / assistant) is one enum whether a serializer takes it from the model or lists it.
-    "ENUM_NAME_OVERRIDES": {"KnowledgeKindEnum": "memory.models.tiers.KnowledgeKind"},
+    "ENUM_NAME_OVERRIDES": {
+        "KnowledgeKindEnum": "memory.models.tiers.KnowledgeKind",
+        "RequestKindEnum": "memory.models.data_subject_requests.RequestKind",
+    },
     "PATH_CONVERTER_OVERRIDES": {
         "item_id": {"type": "integer", "minimum": 1, "maximum": 999999999999999999},
         "external_id": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9_.@:+-]{0,127}$", "maxLength": 128},

@@ -130,6 +130,7 @@ NOT_A_HOLDS_BUSINESS = {
     ("jobs", "job_done"): "job leases",
     ("jobs", "job_forget"): "job leases",
     ("retention", "retention_policy_delete"): "a tenant's policy",
+    ("team", "membership_remove"): "an operator's membership of a tenant, not anyone's memory",
     ("passages", "page_passages_set"): "a page's passage vectors, written again with its new text (the page stays)",
     ("personal_data", "_knowledge_merged"): "a fact folded into its identical twin, whose sources it keeps",
     ("forgetting", "_plan_facts"): "a plan, applied by plan_apply",
