@@ -131,34 +131,39 @@ def _best_sentence(text: str, query: set[str]) -> tuple[str, float] | None:
 
 
 def _candidate(
-    kind: str, item_id: int, text: str, query: set[str], similarity: float, *, at: datetime, **fields
+    kind: str,
+    item_id: int,
+    text: str,
+    query: set[str],
+    similarity: float,
+    *,
+    at: datetime,
+    relevant: bool = False,
+    **fields,
 ) -> Candidate | None:
-    """The item as a candidate when its best statement shares a word with the query or is close in meaning."""
+    """The item as a candidate when its best statement shares a word with the query or is close in meaning (or,
+    `relevant`, whenever it has a statement: retrieval judged it relevant)."""
     best = _best_sentence(text, query)
-    if best is None or (best[1] == 0 and similarity < RELEVANT_COSINE):
+    if best is None or (best[1] == 0 and similarity < RELEVANT_COSINE and not relevant):
         return None
     sentence, share = best
     return Candidate(kind, item_id, sentence, at, share + COSINE_WEIGHT * similarity, **fields)
 
 
 def _ranked_candidate(scored: ScoredPage, position: int, query: set[str], earlier: bool) -> Candidate | None:
-    """A turn retrieval ranked, as a candidate when its fused score reaches RANKED_FLOOR (retrieval's channels found
-    it relevant, whether or not it shares a word with the question) or it passes the usual test."""
+    """A turn retrieval ranked, as a candidate in its place when its fused score reaches RANKED_FLOOR (retrieval's
+    channels found it relevant, whether or not it shares a word with the question), else as any turn is."""
     if scored.fused < RANKED_FLOOR:
         return _page_candidate(scored.page, query, scored.score, earlier)
-    best = _best_sentence(scored.page.user_message, query)
-    if best is None:
-        return None
-    page, (sentence, share) = scored.page, best
-    fields = {"told": True, "quote": " ".join(page.user_message.split()), "segment_id": page.segment_id}
-    score = share + COSINE_WEIGHT * scored.score
-    return Candidate("page", page.id, sentence, page.at, score, earlier=earlier, position=position, **fields)
+    return _page_candidate(scored.page, query, scored.score, earlier, position=position, relevant=True)
 
 
-def _page_candidate(page: Page, query: set[str], similarity: float, earlier: bool = False) -> Candidate | None:
+def _page_candidate(
+    page: Page, query: set[str], similarity: float, earlier: bool = False, **ranked
+) -> Candidate | None:
     quote = " ".join(page.user_message.split())
     fields = {"told": True, "quote": quote, "segment_id": page.segment_id, "earlier": earlier}
-    return _candidate("page", page.id, page.user_message, query, similarity, at=page.at, **fields)
+    return _candidate("page", page.id, page.user_message, query, similarity, at=page.at, **fields, **ranked)
 
 
 def _knowledge_candidate(entry: KnowledgeEntry, query: set[str], similarity: float) -> Candidate | None:

@@ -45,12 +45,13 @@ def knowledge_supersede(
         return []
     current = _current_facts(entries[0].end_user_id)
     by_id = {fact.id: fact for fact in current}
+    said = {fact.id: claims(fact.text) for fact in current}  # each fact's claims, read once
     done: list[Supersession] = []
     for entry in sorted((by_id[e.id] for e in entries if e.id in by_id), key=_since):
         for other in current:
             if other.id == entry.id or other.valid_to is not None or entry.valid_to is not None:
                 continue
-            by = "model" if named.get(entry.id) == other.id else _rule_between(entry, other)
+            by = "model" if named.get(entry.id) == other.id else _rule_between(entry, other, said)
             if by:
                 # a model's update names the fact it replaces; the rule goes by when each became true
                 newer = by == "model" or _since(other) <= _since(entry)
@@ -74,10 +75,11 @@ def _since(entry: KnowledgeEntry):
     return entry.valid_from or entry.created_at
 
 
-def _rule_between(one: KnowledgeEntry, other: KnowledgeEntry) -> str:
-    """ "rule" when one of the two facts, said after the other, replaces it by memory.validity's rule."""
+def _rule_between(one: KnowledgeEntry, other: KnowledgeEntry, said: dict[int, list[Claim]]) -> str:
+    """ "rule" when one of the two facts, said after the other, replaces it by memory.validity's rule (`said`: each
+    fact's claims)."""
     earlier, later = (other, one) if _since(other) <= _since(one) else (one, other)
-    if _replaces(claims(later.text), claims(earlier.text)):
+    if _replaces(said[later.id], said[earlier.id]):
         return "rule"
     return ""
 
