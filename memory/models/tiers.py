@@ -400,6 +400,8 @@ class KnowledgeEntry(models.Model):
         "self", null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="supersedes"
     )
     outdated_note = models.TextField(blank=True, db_default="")  # the replacing value given when marking it outdated
+    # Where a fact came from when no turn of ours said it: "imported from mem0 (<id>)" (memory.importers), a bundle.
+    source_ref = models.CharField(max_length=200, blank=True, db_default="")
     # pending and rejected facts never reach a prompt (memory.models.privacy.ReviewState)
     review_state = models.CharField(max_length=8, choices=ReviewState.choices, default=ReviewState.APPROVED)
     created_at = models.DateTimeField(auto_now_add=True)
