@@ -319,12 +319,13 @@ class KnowledgeOut(serializers.ModelSerializer):
             "valid_to",
             "superseded_by",
             "outdated_note",
+            "source_ref",
             "source_segment_id",
             "source_page_ids",
             "created_at",
         ]
         # pending and rejected facts never reach a prompt; validity is changed by the outdated and current routes
-        read_only_fields = ["review_state", "valid_from", "valid_to", "superseded_by", "outdated_note"]
+        read_only_fields = ["review_state", "valid_from", "valid_to", "superseded_by", "outdated_note", "source_ref"]
 
     def get_source_page_ids(self, entry: KnowledgeEntry) -> list[int]:
         return [page.id for page in entry.source_pages.all()]

@@ -10,6 +10,7 @@ from django.conf import settings
 
 from chat.prompt import SECTIONS, MemoryItem, Prompt, estimate_tokens, prompt_build
 from memory.models import MemorySpace
+from memory.models.tiers import PageSource
 from memory.retrieval import RetrievalResult
 from memory.selectors.console import context_retrieval
 from memory.services.personal_data import prompt_redactor
@@ -32,6 +33,15 @@ class Preview:
     def found_by(self) -> dict[int, str]:
         """Page id → why retrieval found it ("words 'biscuit', vector 0.71, date range May 2023")."""
         return {scored.page.id: scored.explanation() for scored in self.retrieval.ranked}
+
+    @property
+    def provenance(self) -> dict[tuple[str, int], str]:
+        """(kind, id) → where an item came from when it was not said in this chat ("imported from mem0 (m-1)")."""
+        found = self.retrieval
+        pages = [*found.short_term, *found.pinned_pages, *(scored.page for scored in found.ranked)]
+        facts = [*found.pinned_knowledge, *(s.entry for s in [*found.user_knowledge, *found.assistant_knowledge])]
+        came = {("page", page.id): page.source_ref for page in pages if page.source == PageSource.IMPORT}
+        return came | {("knowledge", fact.id): fact.source_ref for fact in facts if fact.source_ref}
 
     @property
     def dropped_tokens(self) -> int:

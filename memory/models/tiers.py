@@ -123,6 +123,15 @@ class Tier(models.TextChoices):
     MID_TERM = "mtm", "Mid-term"
 
 
+IMPORTED_FROM = "imported from "
+
+
+def imported_from(source_ref: str) -> str:
+    """`source_ref` when it names another memory system (memory.importers), else "": a bundle's fingerprint or a
+    chat reply's id means nothing to the person whose memory it is."""
+    return source_ref if source_ref.startswith(IMPORTED_FROM) else ""
+
+
 class PageSource(models.TextChoices):
     CHAT = "chat", "Chat"
     API = "api", "API"
@@ -242,6 +251,11 @@ class Page(models.Model):
     def topic_vector(self):
         """The vector F compares with segment summaries: the stored topic vector, else the page's own."""
         return self.topic_embedding if self.topic_embedding is not None else self.embedding
+
+    @property
+    def imported_from(self) -> str:
+        """The other memory system this turn came from ("imported from letta (message-1)"), else ""."""
+        return imported_from(self.source_ref)
 
     @property
     def memory_text(self) -> str:
@@ -407,6 +421,11 @@ class KnowledgeEntry(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = VectorQuerySet.as_manager()
+
+    @property
+    def imported_from(self) -> str:
+        """The other memory system this fact came from ("imported from mem0 (m-1)"), else ""."""
+        return imported_from(self.source_ref)
 
     class Meta:
         constraints = [

@@ -32,7 +32,7 @@ from memory.models import (
 )
 from memory.models.integration import JobKind
 from memory.models.privacy import PersonalDataPolicy, ReviewState
-from memory.models.tiers import PageSource, ReplySource, Tier
+from memory.models.tiers import IMPORTED_FROM, PageSource, ReplySource, Tier
 from memory.profile_withdrawal import profile_without
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
@@ -357,7 +357,7 @@ def _import(end_user: EndUser, bundle: dict, targets: list[_Space], fingerprint:
         page_ids |= _space_import(target, fingerprint)
         progress(20 + 70 * index // len(targets))
     policy = personal_data_policy_get(tenant=end_user.tenant_id)
-    _knowledge_import(end_user, bundle, targets, page_ids, policy)
+    _knowledge_import(end_user, bundle, targets, page_ids, policy, fingerprint)
     _profile_import(end_user, bundle, policy)
 
 
@@ -462,8 +462,18 @@ def _source_ref(row: dict, fingerprint: str) -> str:
     """Where the page came from: another memory system's record (memory.importers), or the bundle."""
     origin = _origin(row).get("origin")
     if origin:
-        return f"imported from {origin['system']} ({origin['id']})"[:200]
+        return f"{IMPORTED_FROM}{origin['system']} ({origin['id']})"[:200]
     return f"bundle:{fingerprint[:16]}"
+
+
+def _fact_source_ref(entry: dict, fingerprint: str) -> str:
+    """Where an imported fact came from: another system's record, what its own bundle said, else this bundle; a fact
+    learnt from the bundle's turns names those turns instead, as a fact learnt here does."""
+    if _origin(entry):
+        return _source_ref(entry, fingerprint)
+    if entry.get("source_ref"):
+        return entry["source_ref"][:200]
+    return "" if entry.get("source_page_ids") else f"bundle:{fingerprint[:16]}"
 
 
 def _origin(row: dict) -> dict:
@@ -562,7 +572,12 @@ def imported_review_state(policy: PersonalDataPolicy, state: str | None, text: s
 
 
 def _knowledge_import(
-    end_user: EndUser, bundle: dict, targets: list[_Space], pages: dict[int, Page], policy: PersonalDataPolicy
+    end_user: EndUser,
+    bundle: dict,
+    targets: list[_Space],
+    pages: dict[int, Page],
+    policy: PersonalDataPolicy,
+    fingerprint: str,
 ) -> None:
     """Facts the user does not hold yet, embedded again, with their source pages, creation times, review state and
     validity (the fact that superseded one is linked again among the new facts)."""
@@ -588,6 +603,7 @@ def _knowledge_import(
             valid_from=_optional_timestamp(entry.get("valid_from")),
             valid_to=_optional_timestamp(entry.get("valid_to")),
             outdated_note=entry.get("outdated_note", ""),
+            source_ref=_fact_source_ref(entry, fingerprint),
         )
     KnowledgeEntry.objects.bulk_create(entries.values())
     _created_at_keep(KnowledgeEntry, entries, {e["id"]: e.get("created_at") for e in fresh})

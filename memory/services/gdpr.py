@@ -177,6 +177,7 @@ def user_export_data(*, end_user: EndUser) -> dict:
                 "valid_to": _iso(k.valid_to),
                 "superseded_by": k.superseded_by_id,  # another fact of this bundle (every fact of the user is in it)
                 "outdated_note": k.outdated_note,
+                "source_ref": k.source_ref,
                 "created_at": _iso(k.created_at),
                 "source_page_ids": list(k.source_pages.values_list("id", flat=True)),
             }
