@@ -149,6 +149,7 @@ def _facts(entries: object, key: str, *, kind: str, assistant: str | None) -> li
         path = f"{LONG_TERM}:$.{key}[{index}]"
         entry = expect(entry, dict, path, "a knowledge entry")
         fact = {"kind": kind, "assistant": assistant, "text": text_at(entry, "knowledge", path)}
+        fact["origin"] = {"system": SYSTEM, "id": f"{key}[{index}]"}
         if entry.get("timestamp"):
             at = iso_time(entry["timestamp"], f"{path}.timestamp", naive_format=TIME)
             fact |= {"valid_from": at, "created_at": at}

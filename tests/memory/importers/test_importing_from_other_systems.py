@@ -60,7 +60,8 @@ def test_a_reference_memoryos_directory_imports_pages_segments_profile_and_facts
     pages = Page.objects.filter(space__end_user=user("alice-m")).order_by("seq")
     assert pages[0].source_ref == "imported from memoryos (page_aa11bb22)"
     assert pages[1].prev_page_id == pages[0].pk
-    assert KnowledgeEntry.objects.filter(end_user=user("alice-m"), text__startswith="Goes to yoga").exists()
+    yoga = KnowledgeEntry.objects.get(end_user=user("alice-m"), text__startswith="Goes to yoga")
+    assert yoga.source_ref.startswith("imported from memoryos (knowledge_base[")
     again = run(str(DATA / "memoryos_user"), "--from", "memoryos", "--user", "alice-m", "--assistant", "ava")
     assert "already imported" in again and pages.count() == 4
 
