@@ -23,9 +23,11 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from evaluation.answering import MemoryContext, Speakers, memory_text
+from evaluation.benchbaselines import alternated, exact_top10_ms, ratio, spaces_halved
 from evaluation.benchdata import BenchUser, Vectors, bench_tenant_delete, full_users_build, kept_users
 from evaluation.benchfakes import BenchEmbedder, BenchLLM
 from evaluation.benchpages import user_pages_render
+from evaluation.benchproxy import proxy_overhead
 from evaluation.benchtext import TOPICS, TextGenerator
 from evaluation.scope import celery_eager, celery_task_signals, settings_changed
 from evaluation.scoring import percentiles
@@ -60,6 +62,17 @@ FIRST_TOUCH_NOTE = (
 CACHED_NOTE = (
     "the same questions asked again, in the same order: their users' rows are in PostgreSQL's cache, as the rows of "
     "users who keep talking stay when shared_buffers can hold them"
+)
+
+EXACT_NOTE = (
+    "the baseline: one exact pgvector top-10 over the user's pages (evaluation.benchbaselines), each question to a "
+    "user of the other half, alternated with the retrievals"
+)
+EXACT_CACHED_NOTE = "the baseline for the questions asked again, alternated with them"
+RATIOS_NOTE = (
+    "p95 over the p95 of its baseline measured in the same run on the same rows (retrieval: one exact vector top-10; "
+    "the end user's page: their password page, same layout); the proxy: milliseconds it adds to calling the same "
+    "fake model over HTTP directly, p95 of the paired differences"
 )
 
 P3 = (50, 95, 99)
@@ -124,7 +137,7 @@ def memory_bench(options: BenchOptions) -> dict:
 
     Side effects: writes benchmark fixture data into the database for the run (see evaluation.benchdata).
     """
-    started = perf_counter()
+    started, load_before = perf_counter(), _load_average()
     fake = _embedder(options)
     source = fake if options.fake_embeddings else None
     llm, clock = BenchLLM(), TaskClock()
@@ -138,7 +151,13 @@ def memory_bench(options: BenchOptions) -> dict:
         if not (options.keep or options.reuse):
             bench_tenant_delete(tenant=tenant)
     result.update(_header(options, tenant, users, build_seconds, fake, perf_counter() - started))
+    result["machine"]["load_average"] = {"before": load_before, "after": _load_average()}
     return result
+
+
+def _load_average() -> list[float]:
+    """The 1, 5 and 15 minute load averages: on a shared machine, what the absolute figures were measured under."""
+    return [round(value, 2) for value in os.getloadavg()]
 
 
 def _tenant(options: BenchOptions) -> Tenant:
@@ -193,11 +212,13 @@ def _measure(tenant: Tenant, users: list[BenchUser], options: BenchOptions, llm:
     generator = TextGenerator(options.seed + 10_000)
     spaces = MemorySpace.objects.select_related("end_user", "assistant").in_bulk([u.space_id for u in users])
     result: dict = {}
-    retrievals, again, prompts = _retrieval_and_prompt(spaces, options, rng, generator, clock)
-    result["retrieval_ms"] = percentiles(retrievals, P3) | _retrieval_notes(retrievals, FIRST_TOUCH_NOTE)
-    result["retrieval_cached_ms"] = percentiles(again, P3) | _retrieval_notes(again, CACHED_NOTE)
+    timed = _retrieval_and_prompt(spaces, options, rng, generator, clock)
+    result["retrieval_ms"] = percentiles(timed["first"], P3) | _retrieval_notes(timed["first"], FIRST_TOUCH_NOTE)
+    result["retrieval_cached_ms"] = percentiles(timed["again"], P3) | _retrieval_notes(timed["again"], CACHED_NOTE)
+    result["exact_top10_ms"] = percentiles(timed["exact"], P3) | {"samples": len(timed["exact"]), "note": EXACT_NOTE}
+    result["exact_top10_cached_ms"] = percentiles(timed["exact_again"], P3) | {"note": EXACT_CACHED_NOTE}
     result["visits_task_ms"] = percentiles(clock.own.get(VISITS_TASK, []), P3) | {"note": VISITS_NOTE}
-    result["prompt_assembly_ms"] = percentiles(prompts, P3) | {"note": PROMPT_NOTE}
+    result["prompt_assembly_ms"] = percentiles(timed["prompt"], P3) | {"note": PROMPT_NOTE}
     result.update(_turns_at_full_mtm(spaces, options, rng, generator, clock, llm))
     result["ingest"] = _ingest(tenant, options, generator, clock, llm)
     result["llm_calls_per_stored_turn"] = result["ingest"]["llm_calls_per_stored_turn"]
@@ -205,7 +226,21 @@ def _measure(tenant: Tenant, users: list[BenchUser], options: BenchOptions, llm:
     pages = user_pages_render(tenant=tenant, spaces=spaces, samples=options.samples, rng=rng)
     for name, timings in pages.items():
         result[f"{name}_ms"] = percentiles(timings, P3) | {"samples": len(timings), "note": USER_PAGE_NOTE}
+    result["proxy"] = proxy_overhead(tenant=tenant, spaces=spaces, samples=options.samples, rng=rng, clock=clock)
+    result["ratios"] = _ratios(result)
     return result
+
+
+def _ratios(result: dict) -> dict:
+    """Each latency over its baseline from the same run (p95 over p95), and the proxy's added milliseconds."""
+    return {
+        "retrieval_warm": ratio(result["retrieval_cached_ms"], result["exact_top10_cached_ms"]),
+        "retrieval_cold": ratio(result["retrieval_ms"], result["exact_top10_ms"]),
+        "end_user_page": ratio(result["end_user_page_ms"], result["end_user_plain_page_ms"]),
+        "proxy_overhead_ms_p95": result["proxy"]["overhead_ms"]["p95"],
+        "proxy_first_token_overhead_ms_p95": result["proxy"]["first_token_overhead_ms"]["p95"],
+        "note": RATIOS_NOTE,
+    }
 
 
 def _retrieval_notes(timings: list[float], note: str) -> dict:
@@ -214,21 +249,32 @@ def _retrieval_notes(timings: list[float], note: str) -> dict:
 
 def _retrieval_and_prompt(
     spaces: dict, options: BenchOptions, rng: random.Random, generator: TextGenerator, clock: TaskClock
-) -> tuple[list[float], list[float], list[float]]:
+) -> dict[str, list[float]]:
     """Retrieval as a request sees it (the visits it queues are counted by the worker, timed apart) for `samples`
-    questions to random users, then for the same questions again (their rows cached); and prompt assembly. The
-    users are drawn as `questions_drawn` draws them."""
-    asked = questions_drawn(spaces, options.samples, rng, generator)
-    retrievals, prompts = [], []
+    questions to random users of one half, and the exact top-10 baseline for as many to the other half, alternated
+    (each timed on rows it was the first to read); then the first half's questions again, to both (rows cached);
+    and prompt assembly. The users are drawn as `questions_drawn` draws them."""
+    retrieval_half, baseline_half = spaces_halved(spaces)
+    asked = questions_drawn(retrieval_half, options.samples, rng, generator)
+    asked_baseline = questions_drawn(baseline_half, options.samples, rng, generator)
+    timings: dict[str, list[float]] = {name: [] for name in ("first", "prompt", "exact", "again", "exact_again")}
     speakers = Speakers(user="User", assistant="Assistant")
-    for space, query in tqdm(asked, desc="retrieval", disable=_disabled(options)):
+    first_pass = alternated(asked, asked_baseline, rng)
+    for which, (space, query) in tqdm(first_pass, desc="retrieval", disable=_disabled(options)):
+        if which:
+            timings["exact"].append(exact_top10_ms(space, query))
+            continue
         result, elapsed = _retrieval_timed(space, query, clock)
-        retrievals.append(elapsed)
+        timings["first"].append(elapsed)
         started = perf_counter()
         memory_text(_prompt_context(result), speakers)
-        prompts.append((perf_counter() - started) * 1000)
-    again = [_retrieval_timed(space, query, clock)[1] for space, query in asked]
-    return retrievals, again, prompts
+        timings["prompt"].append((perf_counter() - started) * 1000)
+    for which, (space, query) in alternated(asked, asked, rng):
+        if which:
+            timings["exact_again"].append(exact_top10_ms(space, query))
+        else:
+            timings["again"].append(_retrieval_timed(space, query, clock)[1])
+    return timings
 
 
 def questions_drawn(

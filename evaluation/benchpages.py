@@ -61,20 +61,24 @@ def page_clients(*, tenant: Tenant, spaces: dict[int, MemorySpace]) -> Iterator[
 def user_pages_render(
     *, tenant: Tenant, spaces: dict[int, MemorySpace], samples: int, rng: random.Random
 ) -> dict[str, list[float]]:
-    """Milliseconds to GET the console user page and the end user's memory page, `samples` of each."""
-    timings: dict[str, list[float]] = {"console_user_page": [], "end_user_memory_page": []}
+    """Milliseconds to GET the console user page, the end user's memory page and its baseline, a plain page of the
+    same layout for the same end user (changing their password: a form, no memory); `samples` of each."""
+    timings: dict[str, list[float]] = {"console_user_page": [], "end_user_page": [], "end_user_plain_page": []}
     # pages link the source static files, as under the test server: the benchmark needs no collectstatic first
     with settings_changed(STATIC_COLLECTED=False), page_clients(tenant=tenant, spaces=spaces) as (console, own):
         for _ in range(samples):
             space = spaces[rng.choice(list(spaces))]
-            console_url = reverse("console:user", kwargs={"slug": tenant.slug, "end_user_id": space.end_user_id})
-            memory_url = reverse("chat:memory", kwargs={"assistant_id": space.assistant.external_id})
             for name, client, url in (
-                ("console_user_page", console, console_url),
-                ("end_user_memory_page", own[space.id], memory_url),
+                ("console_user_page", console, _console_url(tenant, space)),
+                ("end_user_page", own[space.id], reverse("chat:memory", args=[space.assistant.external_id])),
+                ("end_user_plain_page", own[space.id], reverse("password_change")),
             ):
                 started = perf_counter()
                 response = client.get(url)
                 timings[name].append((perf_counter() - started) * 1000)
                 _ok(response, url)
     return timings
+
+
+def _console_url(tenant: Tenant, space: MemorySpace) -> str:
+    return reverse("console:user", kwargs={"slug": tenant.slug, "end_user_id": space.end_user_id})

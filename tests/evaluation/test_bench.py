@@ -107,8 +107,16 @@ def test_a_small_bench_run_writes_every_figure_and_removes_its_tenant(tmp_path, 
         assert bench["retrieval_ms"][key] > 0 and bench["retrieval_cached_ms"][key] > 0  # first asked, and again
     assert bench["retrieval_ms"]["samples"] == bench["retrieval_cached_ms"]["samples"] == 5
     assert bench["record_turn_ms"]["p95"] > 0
-    for page in ("console_user_page_ms", "end_user_memory_page_ms"):  # rendered, and answered 200 (or the run fails)
+    # rendered, and answered 200 (or the run fails)
+    for page in ("console_user_page_ms", "end_user_page_ms", "end_user_plain_page_ms"):
         assert bench[page]["p95"] > 0 and bench[page]["samples"] == 5 and "templates" in bench[page]["note"]
+    assert bench["exact_top10_ms"]["samples"] == 5 and bench["exact_top10_cached_ms"]["p95"] > 0
+    ratios = bench["ratios"]
+    assert ratios["retrieval_warm"] > 0 and ratios["retrieval_cold"] > 0 and ratios["end_user_page"] > 0
+    proxy = bench["proxy"]
+    assert proxy["overhead_ms"]["samples"] == proxy["first_token_overhead_ms"]["samples"] == 5
+    assert ratios["proxy_overhead_ms_p95"] == proxy["overhead_ms"]["p95"] and proxy["proxied_ms"]["p95"] > 0
+    assert len(bench["machine"]["load_average"]["before"]) == 3
     assert bench["ingest"]["turns"] == 40
     assert bench["ingest"]["pages_stored"] == 40
     assert bench["ingest_cost_last_over_first"] > 0

@@ -137,11 +137,22 @@ class Command(BaseCommand):
             ("promotion (ms)", result["promotion_ms"], ""),
             ("ingest cost per turn (ms)", ingest["cost_ms"], ""),
             ("console user page (ms)", result["console_user_page_ms"], "p95 ≤ 100 ms"),
-            ("end user's memory page (ms)", result["end_user_memory_page_ms"], "p95 ≤ 100 ms"),
+            ("end user's memory page (ms)", result["end_user_page_ms"], "p95 ≤ 100 ms"),
+            ("  baseline: plain page (ms)", result["end_user_plain_page_ms"], "same layout"),
+            ("  baseline: exact top-10 (ms)", result["exact_top10_ms"], "first asked"),
+            ("  baseline: exact top-10 (ms)", result["exact_top10_cached_ms"], "asked again"),
+            ("proxy overhead (ms)", result["proxy"]["overhead_ms"], "p95 ≤ 30 ms"),
+            ("proxy first-token overhead (ms)", result["proxy"]["first_token_overhead_ms"], "p95 ≤ 30 ms"),
         ]
         for label, figures, target in rows:
             cells = "".join(_cell(figures.get(p)) for p in ("p50", "p95", "p99"))
             self.stdout.write(f"{label:34}{cells}  {target}")
+        ratios = result["ratios"]
+        self.stdout.write(
+            f"ratios (p95 over the same run's baseline): retrieval warm {ratios['retrieval_warm']}, cold "
+            f"{ratios['retrieval_cold']} (targets ≤ 2); end user's page {ratios['end_user_page']}; load average "
+            f"{result['machine']['load_average']['before']} → {result['machine']['load_average']['after']}"
+        )
         self.stdout.write(
             f"ingest: {ingest['turns']} turns at {ingest['turns_per_second']} turns/s; last/first {ingest['window']} "
             f"turns cost ratio {result['ingest_cost_last_over_first']} (target ≈ 1); LLM calls per stored turn "
