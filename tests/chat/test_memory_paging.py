@@ -35,19 +35,24 @@ def remember(space, alice, assistant, *, topics: int, facts: int, versions: int 
         builders.profile(alice, text=f"Profile version {i + 1:02d}.")
 
 
+def listed(body: str, topic: int) -> bool:
+    """Whether the topics list shows the topic numbered `topic` (recent turns name their topic too)."""
+    return f'<p class="memory-text" dir="auto">Holiday plan {topic:02d}</p>' in body
+
+
 @pytest.fixture
 def full(space, alice, assistant):
     """More than a page of everything: 30 topics, 30 facts, 30 profile versions."""
     remember(space, alice, assistant, topics=30, facts=30, versions=30)
 
 
-def test_the_first_page_shows_the_latest_25_topics_and_newest_25_facts_with_the_true_totals(logged_in, full):
+def test_the_first_page_shows_the_latest_10_topics_and_newest_10_facts_with_the_true_totals(logged_in, full):
     body = logged_in.get("/chat/ava/memory/").content.decode()
 
-    assert "Holiday plan 29" in body and "Holiday plan 05" in body and "Holiday plan 04" not in body
-    assert "Remembered fact 29." in body and "Remembered fact 05." in body and "Remembered fact 04." not in body
+    assert listed(body, 29) and listed(body, 20) and not listed(body, 19)
+    assert "Remembered fact 29." in body and "Remembered fact 20." in body and "Remembered fact 19." not in body
     assert "30 topics" in body and "30 facts" in body and "Earlier versions (29)" in body
-    assert "Profile version 30." in body and "Profile version 05." in body and "Profile version 04." not in body
+    assert "Profile version 30." in body and "Profile version 20." in body and "Profile version 19." not in body
 
 
 def test_each_pager_is_a_labelled_nav_of_plain_links_with_previous_next_and_page_numbers(logged_in, full):
@@ -61,13 +66,13 @@ def test_each_pager_is_a_labelled_nav_of_plain_links_with_previous_next_and_page
 
 
 def test_a_later_page_shows_the_rest_and_its_links_keep_the_other_lists_pages(logged_in, full):
-    body = logged_in.get("/chat/ava/memory/", {"topics": 2, "facts": 2}).content.decode()
+    body = logged_in.get("/chat/ava/memory/", {"topics": 3, "facts": 3}).content.decode()
 
-    assert "Holiday plan 04" in body and "Holiday plan 00" in body and "Holiday plan 05" not in body
-    assert "Remembered fact 04." in body and "Remembered fact 05." not in body
+    assert listed(body, 9) and listed(body, 0) and not listed(body, 10)
+    assert "Remembered fact 09." in body and "Remembered fact 10." not in body
     assert "30 topics" in body and "30 facts" in body
-    assert 'href="/chat/ava/memory/?topics=1&amp;facts=2"' in body  # back to the first topics, facts stay
-    assert 'href="/chat/ava/memory/?topics=2&amp;facts=1"' in body
+    assert 'href="/chat/ava/memory/?topics=1&amp;facts=3"' in body  # back to the first topics, facts stay
+    assert 'href="/chat/ava/memory/?topics=3&amp;facts=1"' in body
 
 
 @pytest.mark.parametrize(
@@ -96,19 +101,19 @@ def test_the_page_costs_the_same_queries_on_any_page_however_much_is_remembered(
 
 
 def test_htmx_paging_gets_the_pages_body_alone_and_a_plain_request_the_whole_page(logged_in, full):
-    fragment = logged_in.get("/chat/ava/memory/", {"topics": 2}, **HTMX).content.decode()
-    page = logged_in.get("/chat/ava/memory/", {"topics": 2}).content.decode()
+    fragment = logged_in.get("/chat/ava/memory/", {"topics": 3}, **HTMX).content.decode()
+    page = logged_in.get("/chat/ava/memory/", {"topics": 3}).content.decode()
 
     assert fragment.lstrip().startswith('<div id="memory-body"') and "Holiday plan 00" in fragment
     assert "<h1" not in fragment and "<h1" in page and "Holiday plan 00" in page
 
 
 def test_earlier_profile_versions_are_paged_and_paging_them_keeps_them_open(logged_in, full):
-    body = logged_in.get("/chat/ava/memory/", {"versions": 2}).content.decode()
+    body = logged_in.get("/chat/ava/memory/", {"versions": 3}).content.decode()
     back = logged_in.get("/chat/ava/memory/", {"versions": 1}).content.decode()
     unasked = logged_in.get("/chat/ava/memory/").content.decode()
 
-    assert "Profile version 04." in body and "Profile version 01." in body and "Profile version 05." not in body
+    assert "Profile version 09." in body and "Profile version 01." in body and "Profile version 10." not in body
     assert "Profile version 30." in body  # the current version is always shown
     opened = '<details class="earlier" id="earlier-versions" open>'
     assert opened in body and opened in back and opened not in unasked
@@ -118,7 +123,7 @@ def test_earlier_profile_versions_are_paged_and_paging_them_keeps_them_open(logg
 def test_forgetting_a_fact_on_a_later_page_comes_back_to_that_page(logged_in, full, headers):
     entry = KnowledgeEntry.objects.get(text="Remembered fact 02.")
 
-    response = logged_in.post(f"/chat/ava/memory/facts/{entry.id}/forget/?facts=2&topics=2", **headers)
+    response = logged_in.post(f"/chat/ava/memory/facts/{entry.id}/forget/?facts=3&topics=3", **headers)
 
     assert not KnowledgeEntry.objects.filter(pk=entry.pk).exists()
     if headers:
@@ -126,41 +131,41 @@ def test_forgetting_a_fact_on_a_later_page_comes_back_to_that_page(logged_in, fu
         assert "Forgotten: that fact." in body and "Remembered fact 01." in body and "Holiday plan 00" in body
         assert "29 facts" in body
     else:
-        assert response.status_code == 302 and response["Location"] == "/chat/ava/memory/?facts=2&topics=2"
+        assert response.status_code == 302 and response["Location"] == "/chat/ava/memory/?facts=3&topics=3"
 
 
 def test_the_delete_question_and_its_keep_it_link_carry_the_pages_being_read(logged_in, full):
     entry = KnowledgeEntry.objects.get(text="Remembered fact 02.")
-    listed = logged_in.get("/chat/ava/memory/", {"facts": 2}).content.decode()
+    listed = logged_in.get("/chat/ava/memory/", {"facts": 3}).content.decode()
 
-    question = logged_in.get(f"/chat/ava/memory/facts/{entry.id}/forget/confirm/?facts=2").content.decode()
+    question = logged_in.get(f"/chat/ava/memory/facts/{entry.id}/forget/confirm/?facts=3").content.decode()
 
-    assert f'href="/chat/ava/memory/facts/{entry.id}/forget/confirm/?facts=2"' in listed
-    assert f'action="/chat/ava/memory/facts/{entry.id}/forget/?facts=2"' in question
-    assert 'href="/chat/ava/memory/?facts=2"' in question
+    assert f'href="/chat/ava/memory/facts/{entry.id}/forget/confirm/?facts=3"' in listed
+    assert f'action="/chat/ava/memory/facts/{entry.id}/forget/?facts=3"' in question
+    assert 'href="/chat/ava/memory/?facts=3"' in question
 
 
 def test_correcting_a_fact_on_a_later_page_comes_back_to_that_page(logged_in, full):
     entry = KnowledgeEntry.objects.get(text="Remembered fact 02.")
 
-    response = logged_in.post(f"/chat/ava/memory/facts/{entry.id}/correct/?facts=2", {"text": "Corrected fact."})
+    response = logged_in.post(f"/chat/ava/memory/facts/{entry.id}/correct/?facts=3", {"text": "Corrected fact."})
 
-    assert response["Location"] == "/chat/ava/memory/?facts=2"
+    assert response["Location"] == "/chat/ava/memory/?facts=3"
     assert "Corrected fact." in logged_in.get(response["Location"]).content.decode()
 
 
 def test_a_page_of_one_list_or_none_shows_no_pager(logged_in, space, alice, assistant):
-    remember(space, alice, assistant, topics=3, facts=25)
+    remember(space, alice, assistant, topics=3, facts=10)
 
     body = logged_in.get("/chat/ava/memory/").content.decode()
 
-    assert "3 topics" in body and "25 facts" in body and 'class="pagination"' not in body
+    assert "3 topics" in body and "10 facts" in body and 'class="pagination"' not in body
 
 
 def test_a_topic_opened_from_a_later_page_links_back_to_that_page(logged_in, full):
-    listed = logged_in.get("/chat/ava/memory/", {"topics": 2}).content.decode()
-    topic_url = re.search(r'href="(/chat/ava/memory/topics/\d+/\?topics=2)"', listed).group(1)
+    listed = logged_in.get("/chat/ava/memory/", {"topics": 3}).content.decode()
+    topic_url = re.search(r'href="(/chat/ava/memory/topics/\d+/\?topics=3)"', listed).group(1)
 
     topic = logged_in.get(topic_url).content.decode()
 
-    assert re.search(r'href="/chat/ava/memory/\?topics=2#topic-\d+"', topic)
+    assert re.search(r'href="/chat/ava/memory/\?topics=3#topic-\d+"', topic)
