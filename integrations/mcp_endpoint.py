@@ -85,7 +85,7 @@ async def _within_lifespan(app: Any, ready: Future) -> None:
 
 async def _answer(app: Any, scope: dict[str, Any], body: bytes) -> Answer:
     """Run `app` on one request; the client is reported gone only once the whole answer was sent."""
-    start: dict[str, Any] = {}
+    starts: list[dict[str, Any]] = []
     parts: list[bytes] = []
     request: dict[str, Any] | None = {"type": "http.request", "body": body, "more_body": False}
     sent = asyncio.Event()
@@ -100,13 +100,14 @@ async def _answer(app: Any, scope: dict[str, Any], body: bytes) -> Answer:
 
     async def send(message: dict[str, Any]) -> None:
         if message["type"] == "http.response.start":
-            start.update(message)
+            starts.append(message)
         elif message["type"] == "http.response.body":
             parts.append(message.get("body", b""))
             if not message.get("more_body", False):
                 sent.set()
 
     await app(scope, receive, send)
+    [start] = starts
     headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in start.get("headers", [])]
     return Answer(status=start["status"], headers=headers, body=b"".join(parts))
 
