@@ -1,8 +1,11 @@
 """The site itself serves MCP: the SDK's own client reaches /mcp/ of the site as `make run` serves it (runserver and
-a Celery worker, no MCP port of its own), with the same tokens as the REST API; a stranger gets 401, and a revoked
-token stops working at once."""
+a Celery worker, no MCP port of its own) and as production does (gunicorn's workers), with the same tokens as the
+REST API; a stranger gets 401, and a revoked token stops working at once."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import anyio.to_thread
 import httpx2
@@ -12,7 +15,8 @@ from django.db import connection
 from memory.models import ApiToken
 from memory.services.api_tokens import api_token_revoke
 from memory.services.audit import Actor
-from tests.integrations.conftest import make_token
+from tests.foundation.processes import REPO, answers, child_env, database_url_for_children, free_port, stop, wait_for
+from tests.integrations.conftest import make_token, server_env
 from tests.integrations.mcp_clients import call, http_session, run
 
 pytestmark = [pytest.mark.slow, pytest.mark.worker]
@@ -76,3 +80,27 @@ def test_a_token_revoked_mid_session_stops_working_at_once(transactional_db, mem
 
     assert before[0] is False and after[0] is True
     assert refused.status_code == 401
+
+
+def test_gunicorns_workers_answer_one_session_whichever_takes_each_call(
+    transactional_db, memory, token, fake_model_url, tmp_path
+):
+    port = free_port()
+    env = child_env(DATABASE_URL=database_url_for_children(), **server_env(fake_model_url))
+    command = [sys.executable, "-m", "gunicorn", "memoryos_site.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
+    command += ["--logger-class", "memoryos_site.access_log.GunicornLogger"]  # as the README runs it
+
+    async def scenario():
+        async with http_session(f"http://127.0.0.1:{port}/mcp/", token) as session:
+            return [await call(session, "memory_search", user="alice", query="beagle") for _ in range(6)]
+
+    with (tmp_path / "gunicorn.log").open("w") as log:
+        server = subprocess.Popen(command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+        try:
+            assert wait_for(lambda: answers("127.0.0.1", port), timeout=60)
+            searched = run(scenario)
+        finally:
+            stop(server)
+
+    assert [failed for failed, _ in searched] == [False] * 6
+    assert all(answer["pages"][0]["id"] == memory.mtm_page.pk for _, answer in searched)

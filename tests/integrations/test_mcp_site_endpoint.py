@@ -46,6 +46,20 @@ def test_a_tool_call_is_answered_in_one_json_body_with_the_requests_token(transa
     assert memory.mtm_page.pk in retrieved_page_ids(response)
 
 
+def test_no_session_is_kept_so_any_process_can_answer_any_call(transactional_db, token):
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+
+    response = mcp_post(token, initialize)
+
+    assert response.status_code == 200 and response.json()["result"]["serverInfo"]["name"] == "memoryos"
+    assert "Mcp-Session-Id" not in response
+
+
 def test_mcp_without_the_slash_is_answered_the_same_not_redirected(transactional_db, memory, token):
     response = tool_call(token, "memory_retrieve", path="/mcp", user="alice", query="What is my beagle called?")
 
