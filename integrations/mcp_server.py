@@ -1,5 +1,8 @@
 """The MCP server: memory as tools and resources for any MCP client, over stdio or streamable HTTP.
 
+The site serves streamable HTTP itself at /mcp/ (`site_app`, answered by `integrations/mcp_endpoint.py`);
+`manage.py mcp_serve` serves stdio, or with --http the same tools on a port of their own (`http_app`).
+
 Built with the official SDK's `MCPServer`. Every tool and resource authenticates its caller with an API token (the
 same hashed tokens and scopes as the REST API): over stdio the one token the server was started with (the
 MEMORYOS_API_TOKEN environment variable), over HTTP the `Authorization: Bearer` header of each request. It is
@@ -35,7 +38,7 @@ from starlette.responses import Response
 from api.access import Principal
 from integrations import tools
 from integrations.access import NotAuthenticated, bearer_token, principal_for_token
-from integrations.errors import problem_of
+from integrations.errors import Problem, problem_of
 from memory.services.api_tokens import api_token_authenticate
 from memory.sql import stopped_threads_connections_close
 
@@ -127,7 +130,14 @@ def _authorised(caller: Caller, ctx: Context | None, scope: str, work: Callable[
         problem = problem_of(exc)
         if problem is None:
             raise
-        raise error(problem.message) from None
+        raise error(_error_text(problem)) from None
+
+
+def _error_text(problem: Problem) -> str:
+    """The problem's message; when rate-limited, with how long to wait (an MCP error has no Retry-After header)."""
+    if problem.retry_after is None:
+        return problem.message
+    return f"{problem.message} Try again in {problem.retry_after} s."
 
 
 def build_server(*, token: str | None) -> MCPServer:
@@ -288,6 +298,25 @@ def http_app(*, host: str = "127.0.0.1"):
         security = TransportSecuritySettings(allowed_hosts=hosts, allowed_origins=[])
     app = build_server(token=None).streamable_http_app(
         streamable_http_path=MCP_PATH, transport_security=security, host=host
+    )
+    app.add_middleware(BearerRequired)
+    return app
+
+
+def site_app():
+    """The ASGI app behind the site's own /mcp/ (integrations/mcp_endpoint.py): stateless, each answer one JSON body.
+
+    Stateless because the site runs in several processes (gunicorn's workers, several machines) that share no
+    memory: a session kept in one would be unknown to the next request's. Our tools never call back to the client,
+    so a session holds nothing they need. The SDK's Host check is off: Django has already checked the Host header
+    against ALLOWED_HOSTS (its `.example.com` patterns included, which the SDK does not read), and the bearer token
+    that every request needs is what a page from another site cannot send.
+    """
+    app = build_server(token=None).streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     app.add_middleware(BearerRequired)
     return app

@@ -100,6 +100,31 @@ def worker(*, env: dict[str, str], queue: str, log: Path) -> Iterator[subprocess
 
 
 @contextmanager
+def site_served(*, env: dict[str, str], var: Path, log: Path) -> Iterator[str]:
+    """The site as `make run` serves it (`manage.py serve`: runserver and a Celery worker) on a free port, with `env`
+    on top of `child_env()`; yields its base URL once it says it is running, and stops it with Ctrl-C on exit."""
+    port = free_port()
+    env = child_env(
+        PORT=str(port),
+        MEMORYOS_VAR_DIR=str(var),  # its own beat schedule, not a developer's `make run`'s
+        # collected once into the checkout's var/ and kept: compressing plotly.js again would take a minute
+        STATIC_ROOT=str(Path(settings.VAR_DIR) / "test-staticfiles"),
+        **env,
+    )
+    command = [sys.executable, "manage.py", "serve", "--concurrency", "1"]
+    with log.open("w") as out:
+        serve = subprocess.Popen(command, cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=out)
+        try:
+            running = wait_for(
+                lambda: "MemoryOS is running" in log.read_text() or serve.poll() is not None, timeout=150
+            )
+            assert running and serve.poll() is None, log.read_text()[-3000:]
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            stop(serve, signal.SIGINT, timeout=60)
+
+
+@contextmanager
 def publishing_to(broker_url: str, *, queue: str) -> Iterator[None]:
     """Make this process's Celery app publish to `broker_url` and `queue` for real (not eagerly)."""
     conf = celery_app.conf

@@ -17,6 +17,7 @@ from tests.api.conftest import (  # noqa: F401  fixtures
     memory,
     token,
 )
+from tests.foundation.processes import database_url_for_children, site_served
 
 EMBEDDING_MODEL = "fake-embedding"
 
@@ -65,3 +66,15 @@ def server_env(fake_model_url: str) -> dict[str, str]:
 def stranger_token(other_tenant) -> str:
     """A token of Globex, with every scope: it must never reach Acme's memory."""
     return make_token(other_tenant)
+
+
+@pytest.fixture(scope="session")
+def site_url(django_db_setup, django_db_blocker, fake_model_url, tmp_path_factory) -> str:
+    """The site as `make run` serves it (`manage.py serve`), on the test database, for the whole run: its base URL.
+    Its rate limit is high, as in this process (see fresh_rate_limit_counts)."""
+    with django_db_blocker.unblock():
+        database_url = database_url_for_children()
+    folder = tmp_path_factory.mktemp("site")
+    env = {"DATABASE_URL": database_url, "API_RATE_LIMIT": "10000/min", **server_env(fake_model_url)}
+    with site_served(env=env, var=folder / "var", log=folder / "serve.log") as url:
+        yield url

@@ -1,4 +1,5 @@
-"""`manage.py mcp_serve`: the MCP server over stdio (token from MEMORYOS_API_TOKEN) or streamable HTTP."""
+"""`manage.py mcp_serve`: the MCP server over stdio (token from MEMORYOS_API_TOKEN), or streamable HTTP on a port of
+its own (the site itself serves streamable HTTP at /mcp/: integrations/mcp_endpoint.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from memory.services.api_tokens import api_token_authenticate
 class Command(BaseCommand):
     help = (
         "Serve MemoryOS to MCP clients: over stdio with the API token in MEMORYOS_API_TOKEN, or with --http on "
-        "127.0.0.1:PORT/mcp, where each request sends its own 'Authorization: Bearer' token."
+        "127.0.0.1:PORT/mcp, where each request sends its own 'Authorization: Bearer' token (the site itself "
+        "serves the same at /mcp/)."
     )
 
     def add_arguments(self, parser) -> None:

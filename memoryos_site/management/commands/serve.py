@@ -165,6 +165,7 @@ class Command(BaseCommand):
             f"  home          {base}/",
             f"  login         {base}/accounts/login/",
             f"  Django admin  {base}/admin/",
+            f"  agents        {base}/mcp/ (MCP), {base}/v1 (OpenAI-compatible); see docs/connecting.md",
             f"  worker        {'ready' if worker.ready.is_set() else 'still starting (see its log above)'}",
         ]
         if Tenant.objects.filter(slug=TENANT_SLUG).exists():
