@@ -41,8 +41,6 @@ WRITE_SQL = re.compile(rf"\s*(?:{WRITE_VERB}|WITH\b.*\b{WRITE_VERB})", re.I | re
 # pinning on it would send whoever browses items to the primary).
 UNPINNING_WRITE = re.compile(r'\s*INSERT INTO "memory_auditentry"', re.I)
 
-__all__ = ["REPLICA", "ConsoleReadsMiddleware", "PrimaryReplicaRouter", "read_alias", "replica_configured"]
-
 
 @dataclass
 class _Routing:
@@ -125,10 +123,10 @@ class ConsoleReadsMiddleware:
         return response
 
     def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs) -> None:
-        match = request.resolver_match
         routing = _routing.get()
         if routing is None or request.method not in SAFE_METHODS or _pinned_to_primary(request):
             return None
+        match = request.resolver_match
         routing.console_read = match is not None and CONSOLE_NAMESPACE in match.namespaces
         return None
 
