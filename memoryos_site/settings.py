@@ -210,6 +210,13 @@ if DATABASE_REPLICA_URL:
     DATABASES["replica"]["CONN_HEALTH_CHECKS"] = DATABASE_CONN_HEALTH_CHECKS
     DATABASES["replica"]["OPTIONS"] = dict(DATABASES["default"]["OPTIONS"])
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}  # tests read the primary's test database through it
+# Read-your-writes: for this long after an operator wrote, their console reads the primary (a cookie pins their
+# browser), so that an edit never hides behind the replica's lag. Keep it above the lag limit below plus the 5 s
+# between two checks of the lag (memoryos_site.replica_health). 0: no pinning.
+DATABASE_REPLICA_STICKY_SECONDS = env_int("DATABASE_REPLICA_STICKY_SECONDS", 10)
+# A replica that lags more than this (asked at most every 5 s per process), or does not answer, is left aside: the
+# console reads the primary, and the log says why.
+DATABASE_REPLICA_MAX_LAG_SECONDS = env_float("DATABASE_REPLICA_MAX_LAG_SECONDS", 5.0)
 DATABASE_ROUTERS = ["memoryos_site.routers.PrimaryReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -9,7 +9,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from memory.models import EndUser, Segment
-from memoryos_site.routers import REPLICA, PrimaryReplicaRouter, read_alias
+from memoryos_site.replica_health import LAG_SQL, health_forget
+from memoryos_site.routers import PRIMARY_COOKIE, REPLICA, PrimaryReplicaRouter, read_alias
 from tests import builders
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=[DEFAULT_DB_ALIAS, REPLICA])
@@ -18,6 +19,9 @@ pytestmark = pytest.mark.django_db(transaction=True, databases=[DEFAULT_DB_ALIAS
 @pytest.fixture
 def replica_on(settings):
     settings.DATABASE_REPLICA_URL = "postgres://replica.invalid/memoryos"  # only its presence matters here
+    health_forget()
+    yield
+    health_forget()
 
 
 def captured(alias: str) -> CaptureQueriesContext:
@@ -75,3 +79,40 @@ def test_writes_and_migrations_go_to_the_primary_and_objects_of_both_may_relate(
     assert router.allow_migrate(DEFAULT_DB_ALIAS, "memory") and not router.allow_migrate(REPLICA, "memory")
     assert router.allow_relation(from_replica, space) is True
     assert router.db_for_read(Segment, instance=from_replica) == REPLICA
+
+
+def test_the_replicas_lag_is_asked_once_for_several_console_pages(client, admin_user, tenant, replica_on):
+    client.force_login(admin_user)
+    with captured(REPLICA) as replica:
+        for _ in range(3):
+            assert client.get(reverse("console:users", args=[tenant.slug])).status_code == 200
+    assert [q["sql"] for q in replica.captured_queries].count(LAG_SQL) == 1
+
+
+def test_an_operators_post_pins_their_console_reads_to_the_primary_for_a_while(
+    client, admin_user, tenant, replica_on, settings
+):
+    segment = builders.segment_with_pages(builders.space_of(builders.end_user()), summary="hiking", messages=["Hi"])
+    client.force_login(admin_user)
+    pin = client.post(reverse("console:action", args=[tenant.slug, "segment", segment.pk, "pin"]), {"reason": "ok"})
+    with captured(REPLICA) as while_pinned:
+        client.get(reverse("console:users", args=[tenant.slug]))
+    client.cookies[PRIMARY_COOKIE] = "1"  # a window that has ended
+    with captured(REPLICA) as after:
+        client.get(reverse("console:users", args=[tenant.slug]))
+    assert int(pin.cookies[PRIMARY_COOKIE]["max-age"]) == settings.DATABASE_REPLICA_STICKY_SECONDS
+    assert while_pinned.captured_queries == [] and after.captured_queries
+
+
+def test_an_audited_read_pins_no_one_to_the_primary(client, admin_user, tenant, replica_on):
+    ann = builders.end_user()
+    client.force_login(admin_user)
+    response = client.get(reverse("console:profile", args=[tenant.slug, ann.pk]))
+    assert response.status_code == 200 and PRIMARY_COOKIE not in response.cookies
+
+
+def test_without_a_replica_no_one_is_pinned(client, admin_user, tenant):
+    segment = builders.segment_with_pages(builders.space_of(builders.end_user()), summary="hiking", messages=["Hi"])
+    client.force_login(admin_user)
+    pin = client.post(reverse("console:action", args=[tenant.slug, "segment", segment.pk, "pin"]), {"reason": "ok"})
+    assert pin.status_code in (200, 302) and PRIMARY_COOKIE not in pin.cookies
