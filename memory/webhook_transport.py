@@ -62,7 +62,7 @@ def address_refusal(address, *, scheme: str, allow_private: bool) -> str:
     """Why `address` may not be called over `scheme` ("" when it may)."""
     if address in METADATA_ADDRESSES or address.is_link_local:
         return f"{address} is a link-local or metadata address"
-    if address.is_multicast or address.is_unspecified or address.is_reserved:
+    if address.is_multicast or address.is_unspecified or (address.is_reserved and not address.is_loopback):
         return f"{address} is not a unicast address"
     private = address.is_loopback or address.is_private or not address.is_global
     if private and not allow_private:
