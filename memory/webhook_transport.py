@@ -85,12 +85,12 @@ def url_check(url: str, *, allow_private: bool | None = None) -> str:
         parts.port  # noqa: B018 - raises ValueError for a port out of range
     except ValueError:
         raise UrlRefused("the URL's port is not valid") from None
-    if parts.scheme == "http" and not allow_private:
-        raise UrlRefused("plain http is allowed only to private addresses in development: use https")
     host = parts.hostname
     address = _address(host)
     if address is not None and (why := address_refusal(address, scheme=parts.scheme, allow_private=allow_private)):
         raise UrlRefused(why)
+    if parts.scheme == "http" and not allow_private:
+        raise UrlRefused("plain http is allowed only to private addresses in development: use https")
     if address is None and _private_name(host) and not allow_private:
         raise UrlRefused(f"{host} is a private address (WEBHOOK_ALLOW_PRIVATE_URLS is off)")
     return url
