@@ -223,3 +223,21 @@ def test_an_erased_users_event_is_never_replayed(tenant, alice, receiver, django
 
     with pytest.raises(WebhookError, match="erased"):
         webhook_delivery_replay(delivery=delivery, actor=SYSTEM)
+
+
+def test_the_documented_verification_snippet_accepts_a_real_delivery(
+    tenant, alice, receiver, django_capture_on_commit_callbacks
+):
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "webhooks.md").read_text()
+    snippet = doc.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(snippet, namespace)  # our own documentation's example
+    created = _endpoint(tenant, receiver, "fact.superseded")
+
+    _supersede(alice, django_capture_on_commit_callbacks)
+
+    [request] = receiver.requests
+    assert namespace["verify"](created.secret, request.headers, request.body)
+    assert not namespace["verify"](created.secret, request.headers, request.body + b" ")
