@@ -2,8 +2,8 @@
 ratio that a busy or slow machine changes much less than it changes milliseconds.
 
 - Retrieval is compared with one exact pgvector top-10 over the same user's pages: the question embedded by the same
-  embedder, then `ORDER BY embedding <=> question LIMIT 10` over the user's pages (pages have no approximate index,
-  so the scan is exact). That is the least any vector memory does for a question.
+  embedder, then the 10 pages nearest to it by cosine over all of the user's pages
+  (memory.retrieval.space_exact_nearest_pages). That is the least any vector memory does for a question.
 - The end user's memory page is compared with the end user's password page (`password_change`): the same layout,
   login, middleware and navigation, with no memory on it.
 """
@@ -19,25 +19,14 @@ from django.conf import settings
 from django.db import connection
 
 from memory.models import MemorySpace
-from memory.services.embedding_state import embedder_for_store
+from memory.retrieval import space_exact_nearest_pages
 from memoryos_site.database import embedded_server_restart
-
-EXACT_TOP10_SQL = """
-SELECT id FROM memory_page
-WHERE space_id = %s AND embedding IS NOT NULL
-ORDER BY embedding <=> %s::halfvec
-LIMIT 10
-"""
 
 
 def exact_top10_ms(space: MemorySpace, query: str) -> float:
     """Milliseconds to embed `query` and read the ids of the 10 pages of `space` nearest to it, exactly."""
     started = perf_counter()
-    vector = embedder_for_store().embed([query])[0]
-    text = "[" + ",".join(f"{x:.9g}" for x in vector.tolist()) + "]"
-    with connection.cursor() as cursor:
-        cursor.execute(EXACT_TOP10_SQL, [space.id, text])
-        cursor.fetchall()
+    space_exact_nearest_pages(space_id=space.id, query=query, limit=10)
     return (perf_counter() - started) * 1000
 
 

@@ -106,6 +106,24 @@ def tenant_vector_pages(*, tenant_id: int, query: str, floor: float, limit: int 
         return {page_id: float(cosine) for page_id, cosine in cursor.fetchall() if cosine >= floor}
 
 
+EXACT_NEAREST_SQL = """
+SELECT id FROM memory_page
+WHERE space_id = %(space)s AND embedding IS NOT NULL
+ORDER BY embedding <=> %(vector)s::halfvec
+LIMIT %(limit)s
+"""
+
+
+def space_exact_nearest_pages(*, space_id: int, query: str, limit: int = 10) -> list[int]:
+    """The ids of the space's `limit` pages nearest to `query` by exact cosine over all of them: a flat vector search
+    with no channel, fusion or first pass (pages have no approximate index), the least any vector memory does for a
+    question; memory_bench times it as retrieval's baseline on the same rows."""
+    vector = _vector_text(embedder_for_store().embed([query])[0])
+    with connection.cursor() as cursor:
+        cursor.execute(EXACT_NEAREST_SQL, {"space": space_id, "vector": vector, "limit": limit})
+        return [page_id for (page_id,) in cursor.fetchall()]
+
+
 def segment_central_summary(*, segment_id: int, centroid: np.ndarray) -> str | None:
     """The topic summary of the segment's page nearest to the segment's centroid (an extractive summary)."""
     return (
