@@ -21,6 +21,7 @@ from rest_framework.views import set_rollback
 from memory.services.governance import GovernanceError
 from memory.services.legal_hold import LegalHoldActive
 from memory.services.turns import EndUserClosed, InvalidTurn
+from memory.services.webhook_delivery import WebhookError
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def _as_api_exception(exc: Exception) -> exceptions.APIException | None:
         return Conflict("This user is deactivated; nothing more is stored about them.", code="deactivated")
     if isinstance(exc, LegalHoldActive):
         return Conflict(str(exc), code="legal_hold")
-    if isinstance(exc, InvalidTurn | GovernanceError):
+    if isinstance(exc, InvalidTurn | GovernanceError | WebhookError):
         return exceptions.ValidationError({"non_field_errors": [str(exc)]})
     return None
 

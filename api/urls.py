@@ -5,7 +5,16 @@ from __future__ import annotations
 from django.urls import path, re_path, register_converter
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from api.views import conversation, data_subject_requests, escalations, governance, memory_items, people, review
+from api.views import (
+    conversation,
+    data_subject_requests,
+    escalations,
+    governance,
+    memory_items,
+    people,
+    review,
+    webhooks,
+)
 from api.views.base import UnknownPath
 from memory.services.tenancy import EXTERNAL_ID
 
@@ -126,6 +135,15 @@ urlpatterns = [
         "review/profile-versions/<item_id:pk>/",
         review.ProfileVersionDecisionView.as_view(),
         name="review-profile-version-decide",
+    ),
+    # Webhooks
+    path("webhooks/", webhooks.WebhookEndpointsView.as_view(), name="webhooks"),
+    path("webhooks/<item_id:pk>/", webhooks.WebhookEndpointView.as_view(), name="webhook"),
+    path("webhooks/<item_id:pk>/secret/", webhooks.WebhookSecretView.as_view(), name="webhook-secret"),
+    path("webhooks/<item_id:pk>/test/", webhooks.WebhookTestView.as_view(), name="webhook-test"),
+    path("webhooks/<item_id:pk>/deliveries/", webhooks.WebhookDeliveriesView.as_view(), name="webhook-deliveries"),
+    path(
+        "webhook-deliveries/<item_id:pk>/replay/", webhooks.WebhookReplayView.as_view(), name="webhook-delivery-replay"
     ),
     re_path(r"^.*$", UnknownPath.as_view(), name="unknown"),
 ]

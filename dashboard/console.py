@@ -29,6 +29,8 @@ from memory.models import (
     RetentionRun,
     Role,
     Tenant,
+    WebhookDelivery,
+    WebhookEndpoint,
 )
 from memory.roles import Permission, role_for, role_grants, tenant_for_operator_or_404
 from memory.services.audit import Actor
@@ -111,6 +113,8 @@ NOT_FOUND = {
     PersonalDataScan.DoesNotExist: "scan",
     DataSubjectRequest.DoesNotExist: "request",
     Escalation.DoesNotExist: "escalation",
+    WebhookEndpoint.DoesNotExist: "webhook endpoint",
+    WebhookDelivery.DoesNotExist: "webhook delivery",
 } | {kind.model.DoesNotExist: kind.label for kind in ITEM_KINDS.values()}
 
 

@@ -78,7 +78,7 @@ def heat_points(samples: list, now: datetime, current: Heat, steps: int = 12) ->
     hold and only R_recency decays; the last stretch ends at `now` with the segment's current heat.
     """
     points: list[HeatPoint] = []
-    for sample, following in zip(samples, [*samples[1:], None], strict=True):
+    for sample, following in zip(samples, [*samples[1:], None][: len(samples)], strict=True):
         points.append(
             HeatPoint(sample.at, sample.n_visit, sample.l_interaction, sample.r_recency, sample.get_event_display())
         )

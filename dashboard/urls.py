@@ -18,6 +18,7 @@ from dashboard.views import (
     team,
     tokens,
     users,
+    webhooks,
 )
 
 console = [
@@ -69,6 +70,14 @@ console = [
     path("tokens/", tokens.tokens, name="tokens"),
     path("tokens/new/", tokens.token_create, name="token_create"),
     path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
+    path("webhooks/", webhooks.webhooks, name="webhooks"),
+    path("webhooks/new/", webhooks.webhook_create, name="webhook_create"),
+    path("webhooks/<int:endpoint_id>/", webhooks.webhook, name="webhook"),
+    path("webhooks/<int:endpoint_id>/edit/", webhooks.webhook_update, name="webhook_update"),
+    path("webhooks/<int:endpoint_id>/secret/", webhooks.webhook_rotate, name="webhook_rotate"),
+    path("webhooks/<int:endpoint_id>/delete/", webhooks.webhook_delete, name="webhook_delete"),
+    path("webhooks/<int:endpoint_id>/test/", webhooks.webhook_test, name="webhook_test"),
+    path("webhooks/deliveries/<int:delivery_id>/replay/", webhooks.webhook_replay, name="webhook_replay"),
 ]
 
 urlpatterns = [

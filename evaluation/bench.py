@@ -23,7 +23,7 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from evaluation.answering import MemoryContext, Speakers, memory_text
-from evaluation.benchbaselines import alternated, exact_top10_ms, ratio, spaces_halved
+from evaluation.benchbaselines import alternated, caches_emptied, exact_top10_ms, ratio, spaces_halved
 from evaluation.benchdata import BenchUser, Vectors, bench_tenant_delete, full_users_build, kept_users
 from evaluation.benchfakes import BenchEmbedder, BenchLLM
 from evaluation.benchpages import user_pages_render
@@ -90,6 +90,7 @@ class BenchOptions:
     progress: bool | None = None
     reuse: bool = False  # measure the users of the kept tenant `tenant_slug` instead of building new ones
     interleave: int = 1  # users whose pages are written interleaved in time (benchdata.full_users_build)
+    cold: bool = False  # restart the database and drop the OS cache before the questions are first asked
 
 
 @dataclass
@@ -257,6 +258,8 @@ def _retrieval_and_prompt(
     retrieval_half, baseline_half = spaces_halved(spaces)
     asked = questions_drawn(retrieval_half, options.samples, rng, generator)
     asked_baseline = questions_drawn(baseline_half, options.samples, rng, generator)
+    if options.cold:
+        caches_emptied()
     timings: dict[str, list[float]] = {name: [] for name in ("first", "prompt", "exact", "again", "exact_again")}
     speakers = Speakers(user="User", assistant="Assistant")
     first_pass = alternated(asked, asked_baseline, rng)
@@ -394,6 +397,7 @@ def _header(options, tenant: Tenant, users: list[BenchUser], build_seconds: floa
         "segments_per_user": settings.MEMORY_MTM_CAPACITY,
         "knowledge_per_user": 2 * settings.MEMORY_KNOWLEDGE_CAPACITY,
         "interleave": None if options.reuse else options.interleave,
+        "cold": options.cold,  # the first pass read memory from disk: database restarted, OS cache dropped
         "build_seconds": round(build_seconds, 1),
         "build_users_per_minute": round(60 * len(users) / build_seconds, 1) if build_seconds else None,
         "embeddings": "random-unit with topic structure (--fake-embeddings)" if options.fake_embeddings else fake.name,

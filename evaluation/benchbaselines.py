@@ -10,13 +10,17 @@ ratio that a busy or slow machine changes much less than it changes milliseconds
 
 from __future__ import annotations
 
+import os
 import random
+from pathlib import Path
 from time import perf_counter
 
+from django.conf import settings
 from django.db import connection
 
 from memory.models import MemorySpace
 from memory.services.embedding_state import embedder_for_store
+from memoryos_site.database import embedded_server_restart
 
 EXACT_TOP10_SQL = """
 SELECT id FROM memory_page
@@ -65,3 +69,25 @@ def alternated(first: list, second: list, rng: random.Random) -> list[tuple[int,
             pair.reverse()
         merged.extend(item for item in pair if item is not None)
     return merged
+
+
+DROP_CACHES = Path("/proc/sys/vm/drop_caches")
+
+
+def caches_emptiable() -> None:
+    """ValueError unless this run can empty the caches memory is read through: the embedded PostgreSQL (restarted by
+    us) and the OS page cache (dropped, as root). A "cold" figure read from caches would be a false one."""
+    if not settings.EMBEDDED_DATABASE:
+        raise ValueError("--cold restarts the embedded PostgreSQL; with DATABASE_URL, restart your server instead")
+    if not os.access(DROP_CACHES, os.W_OK):
+        raise ValueError(f"--cold drops the OS page cache, which needs root ({DROP_CACHES} is not writable)")
+
+
+def caches_emptied() -> None:
+    """Restart the embedded PostgreSQL (its shared buffers emptied) and drop the OS page cache, so the next reads come
+    from disk (see `caches_emptiable`)."""
+    caches_emptiable()
+    connection.close()
+    embedded_server_restart(settings.EMBEDDED_PGDATA)
+    os.sync()
+    DROP_CACHES.write_text("3\n")

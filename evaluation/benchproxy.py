@@ -12,6 +12,7 @@ first piece of text (the proxy's opening role chunk does not count).
 from __future__ import annotations
 
 import json
+import logging
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -43,8 +44,10 @@ NOTE = (
 @contextmanager
 def _model_over_http() -> Iterator[str]:
     """The fake model on a local port, configured as the site's model (the bench's in-process fake set aside)."""
-    pause = fake_llm.STREAM_DELAY
+    pause, client_log = fake_llm.STREAM_DELAY, logging.getLogger("httpx")
+    level = client_log.level
     fake_llm.STREAM_DELAY = 0.0
+    client_log.setLevel(logging.WARNING)  # the openai client's httpx logs every request at INFO
     try:
         with fake_llm.fake_llm_server() as base_url, use_llm(None):
             values = {"LLM_BASE_URL": base_url, "LLM_API_KEY": "bench", "LLM_MODEL": fake_llm.MODEL}
@@ -52,6 +55,7 @@ def _model_over_http() -> Iterator[str]:
                 yield base_url
     finally:
         fake_llm.STREAM_DELAY = pause
+        client_log.setLevel(level)
 
 
 def proxy_overhead(*, tenant: Tenant, spaces: dict[int, MemorySpace], samples: int, rng: random.Random, clock) -> dict:

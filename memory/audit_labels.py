@@ -66,6 +66,12 @@ ACTION_LABELS: dict[str, str] = {
     "retention.policy": "Changed the retention policy",
     "retention.run_requested": "Asked for a retention run now",
     "segment.evict": "Evicted a topic (capacity)",
+    "webhook.create": "Added a webhook endpoint",
+    "webhook.update": "Changed a webhook endpoint",
+    "webhook.rotate_secret": "Gave a webhook endpoint a new secret",
+    "webhook.delete": "Deleted a webhook endpoint",
+    "webhook.test": "Sent a test event to a webhook endpoint",
+    "webhook.replay": "Replayed a webhook delivery",
 }
 
 

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from memory.embeddings import EmbeddingUnavailable
 from memory.models import Tenant
+from memory.services.data_subject_requests import data_subject_requests_due_soon_emit
 from memory.services.forgetting import profile_rederive
 from memory.services.gdpr_export import export_build, exports_expire
 from memory.services.import_jobs import memory_import_run
@@ -18,6 +19,7 @@ from memory.services.personal_data import personal_data_rescan
 from memory.services.promotion import segment_promote
 from memory.services.retention import retention_run, retention_run_daily, retention_tenants
 from memory.services.updating import pages_place, segment_visits_count
+from memory.services.webhook_delivery import webhook_deliver, webhook_deliveries_requeue
 from memory.step_types import StepFailed
 
 log = logging.getLogger(__name__)
@@ -120,3 +122,21 @@ def retention_run_task(tenant_id: int, day: str | None = None) -> int | None:
 def personal_data_rescan_task(scan_id: int) -> None:
     """Re-scan a tenant's stored memory under its personal-data policy (a scan already claimed is skipped)."""
     personal_data_rescan(scan_id=scan_id)
+
+
+@shared_task(acks_late=True)
+def webhook_deliver_task(delivery_id: int) -> None:
+    """Send one webhook delivery that is due (one delivered, failed, cancelled, not due or being sent is skipped)."""
+    webhook_deliver(delivery_id=delivery_id)
+
+
+@shared_task(acks_late=True)
+def webhook_deliveries_requeue_task() -> int:
+    """Queue the webhook deliveries whose next attempt is due (beat, every 30 s)."""
+    return webhook_deliveries_requeue()
+
+
+@shared_task(acks_late=True)
+def data_subject_requests_due_soon_emit_task() -> int:
+    """Announce unanswered data-subject requests near their deadline, once per deadline (beat, hourly)."""
+    return data_subject_requests_due_soon_emit()

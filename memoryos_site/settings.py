@@ -260,10 +260,22 @@ if not 0 <= RETENTION_HOUR <= 23:
     raise ImproperlyConfigured("RETENTION_HOUR must be an hour of the day, 0 to 23")
 if RETENTION_BATCH_SIZE < 1:
     raise ImproperlyConfigured("RETENTION_BATCH_SIZE must be at least 1")
+# Webhooks (memory/services/webhook_delivery.py): a POST's timeout; whether endpoints may be private or loopback
+# addresses (and then plain http), which development and tests need and production should not; and how many days
+# before its deadline an unanswered data-subject request is announced (dsr.due_soon).
+WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 5.0)
+WEBHOOK_ALLOW_PRIVATE_URLS = env_bool("WEBHOOK_ALLOW_PRIVATE_URLS", DEBUG)
+WEBHOOK_DSR_DUE_SOON_DAYS = env_int("WEBHOOK_DSR_DUE_SOON_DAYS", 7)
+if not 0.5 <= WEBHOOK_TIMEOUT_SECONDS <= 30:
+    raise ImproperlyConfigured("WEBHOOK_TIMEOUT_SECONDS must be between 0.5 and 30")
+if WEBHOOK_DSR_DUE_SOON_DAYS < 1:
+    raise ImproperlyConfigured("WEBHOOK_DSR_DUE_SOON_DAYS must be at least 1")
 CELERY_BEAT_SCHEDULE: dict = {
     "requeue-stuck-jobs": {"task": "memory.tasks.jobs_requeue_task", "schedule": 60.0},
     "delete-delivered-broker-messages": {"task": "memoryos_site.celery.broker_messages_delete_task", "schedule": 60.0},
     "expire-exports": {"task": "memory.tasks.exports_expire_task", "schedule": 3600.0},
+    "webhook-deliveries-due": {"task": "memory.tasks.webhook_deliveries_requeue_task", "schedule": 30.0},
+    "dsr-due-soon": {"task": "memory.tasks.data_subject_requests_due_soon_emit_task", "schedule": 3600.0},
     "retention-daily": {
         "task": "memory.tasks.retention_daily_task",
         "schedule": crontab(hour=RETENTION_HOUR, minute=0),

@@ -13,6 +13,7 @@ from memory.services.tenancy import end_user_create, operator_create, tenant_cre
 from memory.sql import side_readers
 from memoryos_site.celery import app as celery_app
 from tests.fakes import HashingEmbedder
+from tests.receivers import Receiver
 
 # Workers and servers that tests start as processes use the fake embedder's seam or none: no model to warm up.
 os.environ.setdefault("EMBEDDING_WARM_AT_START", "false")
@@ -153,3 +154,11 @@ def stranger(other_tenant):
     return end_user_create(
         tenant=other_tenant, external_id="stranger", display_name="Stranger", username="stranger", password=PASSWORD
     )
+
+
+@pytest.fixture
+def receiver(settings):
+    """A webhook receiver listening on 127.0.0.1 (private addresses allowed, as in development)."""
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    with Receiver() as running:
+        yield running

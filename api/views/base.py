@@ -45,7 +45,9 @@ def get_or_not_found(selector: Callable[..., T], /, **lookup) -> T:
 
 
 # Values that name things rather than say them: an operator needs them unmasked to ask for the thing again.
-IDENTIFIER_KEYS = frozenset({"user", "external_id", "assistant", "url", "next", "previous", "request_id"})
+IDENTIFIER_KEYS = frozenset(
+    {"user", "external_id", "assistant", "url", "next", "previous", "request_id", "secret", "event_id"}
+)
 
 
 class ApiView(generics.GenericAPIView):

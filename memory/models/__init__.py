@@ -33,6 +33,7 @@ from memory.models.privacy import (
 from memory.models.retention import AuditAnchor, LegalHold, RetentionPolicy, RetentionRun, RunStatus
 from memory.models.tenancy import Assistant, EndUser, Membership, MemorySpace, Role, Tenant
 from memory.models.tiers import HeatSample, KnowledgeEntry, Page, ProfileVersion, Segment, SegmentVisit
+from memory.models.webhooks import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 
 __all__ = [
     "ActorKind",
@@ -42,6 +43,7 @@ __all__ = [
     "AuditEntry",
     "ChatReply",
     "DataSubjectRequest",
+    "DeliveryStatus",
     "EmbeddingState",
     "EndUser",
     "ErasureReceipt",
@@ -80,4 +82,8 @@ __all__ = [
     "Segment",
     "SegmentVisit",
     "Tenant",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+    "WebhookEvent",
 ]

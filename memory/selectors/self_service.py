@@ -209,7 +209,7 @@ def remembered_for(
     assistant: Assistant,
     pages: MemoryPages = MemoryPages(),
     per_page: int = MEMORY_PER_PAGE,
-    recent_limit: int = 20,
+    recent_limit: int = MEMORY_PER_PAGE,
 ) -> Remembered:
     """The profile and a page of its earlier versions, a page of facts and of topics (newest first), the latest
     turns; a fixed number of queries however much is remembered (pinned in tests/chat/test_memory_paging.py).

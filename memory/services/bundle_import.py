@@ -48,6 +48,7 @@ from memory.services.turns import (
     stm_evict_overflow,
 )
 from memory.services.updating import hot_segment_ids
+from memory.services.webhook_events import facts_learned, webhook_events_emit
 from memory.steps import get_steps
 
 __all__ = [
@@ -607,6 +608,8 @@ def _knowledge_import(
         )
     KnowledgeEntry.objects.bulk_create(entries.values())
     _created_at_keep(KnowledgeEntry, entries, {e["id"]: e.get("created_at") for e in fresh})
+    learned = facts_learned(entries.values(), user=end_user.external_id, source="import")
+    webhook_events_emit(tenant_id=end_user.tenant_id, events=learned)
     _supersessions_link(end_user, bundle["knowledge"], entries)
     links = KnowledgeEntry.source_pages.through
     links.objects.bulk_create(

@@ -9,10 +9,12 @@ checked by the callers (memory.roles: govern).
 from __future__ import annotations
 
 import calendar
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from memory.models import (
@@ -25,11 +27,13 @@ from memory.models import (
     RequestStatus,
     Tenant,
 )
+from memory.selectors.webhooks import webhook_endpoint_tenants
 from memory.services.audit import Actor, audit_record
 from memory.services.gdpr import user_erase
 from memory.services.gdpr_export import export_request
 from memory.services.governance import memory_pause_set
 from memory.services.legal_hold import LegalHoldActive
+from memory.services.webhook_events import Event, webhook_events_emit
 
 TARGET = "data_subject_request"
 DUE_MONTHS = 1  # Art. 12(3): one month from receipt
@@ -283,3 +287,35 @@ def data_subject_request_fulfil(
     with transaction.atomic():
         return _answer(request, RequestStatus.FULFILLED, actor=actor, action="dsr.fulfil", outcome=note,
                        request_id=request_id, links=links)  # fmt: skip
+
+
+# --- Deadlines near: dsr.due_soon ---------------------------------------------------------------------------------
+
+
+def data_subject_requests_due_soon_emit(*, now: datetime | None = None) -> int:
+    """Emit `dsr.due_soon` for each unanswered request whose deadline is within WEBHOOK_DSR_DUE_SOON_DAYS, in the
+    tenants whose endpoints want it (beat, hourly). Once per request and deadline: an extended deadline is announced
+    again. Returns how many requests were near their deadline."""
+    now = now or timezone.now()
+    horizon = now + timedelta(days=settings.WEBHOOK_DSR_DUE_SOON_DAYS)
+    wanting = webhook_endpoint_tenants(event_type="dsr.due_soon")
+    near = (
+        DataSubjectRequest.objects.filter(tenant_id__in=wanting, status__in=UNANSWERED)
+        .annotate(deadline_at=Coalesce("extended_due_at", "due_at"))
+        .filter(deadline_at__gt=now, deadline_at__lte=horizon)
+        .order_by("tenant_id", "deadline_at")
+    )
+    by_tenant: dict[int, list[Event]] = {}
+    for request in near:
+        by_tenant.setdefault(request.tenant_id, []).append(_due_soon_event(request))
+    for tenant_id, events in by_tenant.items():
+        webhook_events_emit(tenant_id=tenant_id, events=events)
+    return sum(len(events) for events in by_tenant.values())
+
+
+def _due_soon_event(request: DataSubjectRequest) -> Event:
+    """Ids, kind, status and deadline; the subject's external id only while they are not erased."""
+    deadline = request.deadline_at.isoformat()
+    data = {"request_id": request.pk, "kind": request.kind, "status": request.status, "due_at": deadline}
+    data |= {"user": request.external_id} if request.end_user_id else {}
+    return Event("dsr.due_soon", data, subject_id=request.end_user_id, key=f"dsr.due_soon:{request.pk}:{deadline}")

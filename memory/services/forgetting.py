@@ -54,6 +54,7 @@ from memory.services.personal_data import (
     steps_for_prompts,
 )
 from memory.services.promotion import text_hash
+from memory.services.webhook_events import item_data, webhook_event_emit, webhook_events_forget
 from memory.statements import about_user, to_user
 from memory.step_types import TurnText
 from memory.steps import get_steps
@@ -529,7 +530,18 @@ def plan_apply(
         _profile_mark_stale(plan.end_user)
     paths = [path for path in plan.export_paths if path]
     transaction.on_commit(lambda: [Path(path).unlink(missing_ok=True) for path in paths])
+    _forgotten_emit(plan, item, action or f"{item.item_kind}.forget")
     return plan.impact
+
+
+def _forgotten_emit(plan: ForgetPlan, item: Model | None, action: str) -> None:
+    """`memory.forgotten` after commit (ids and counts, no text); earlier events naming what went lose their text."""
+    owner = plan.end_user
+    named = item_data(kind=item.item_kind, id=item.pk) if item is not None else None
+    data = {"user": owner.external_id, "item": named, "action": action, "impact": plan.impact.as_detail()}
+    webhook_event_emit(tenant_id=owner.tenant_id, type="memory.forgotten", data=data, subject_id=owner.pk)
+    gone = {pk for model in DELETE_ORDER if model is not IdempotentRequest for pk in plan.deleted(model)}
+    webhook_events_forget(tenant_id=owner.tenant_id, subject_id=owner.pk, item_ids=gone)
 
 
 def _reembed(plan: ForgetPlan) -> None:

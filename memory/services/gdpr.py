@@ -38,6 +38,7 @@ from memory.services.audit import Actor, audit_record, audit_tombstone_actor, au
 from memory.services.legal_hold import legal_hold_check
 from memory.services.tenancy import end_user_create
 from memory.services.turns import EndUserClosed
+from memory.services.webhook_events import USER_ERASED, webhook_event_emit, webhook_events_erase
 
 EXPORT_FORMAT = "memoryos-export/1"
 # The version of export.json's JSON schema (memory/schemas/memory-bundle-1.schema.json, docs/memory-bundle.md):
@@ -355,11 +356,17 @@ def _erase_locked(end_user: EndUser, *, actor: Actor, legal_basis: str, reason: 
     _lock(end_user)
     legal_hold_check(end_user=end_user, action="erasure")  # placed between closing and locking
     counts = erasure_counts(end_user=end_user)
-    tenant, subject_id, account_id = end_user.tenant, end_user.pk, end_user.account_id
+    tenant, subject_id, account_id, external_id = (
+        end_user.tenant,
+        end_user.pk,
+        end_user.account_id,
+        end_user.external_id,
+    )
     subject_ref = subject_reference(end_user)
     export_files = _export_files(end_user)
     audit_tombstone_subject(tenant=tenant, subject_id=subject_id)
     audit_tombstone_actor(tenant=tenant, end_user_id=subject_id)
+    webhook_events_erase(tenant_id=tenant.pk, subject_id=subject_id)
     for queryset in _querysets(end_user).values():
         queryset.delete()
     if account_id:
@@ -384,6 +391,8 @@ def _erase_locked(end_user: EndUser, *, actor: Actor, legal_basis: str, reason: 
         reason=legal_basis,
         detail={"counts": counts, "receipt_hash": receipt.receipt_hash},
     )
+    data = {"user": external_id, "receipt_id": receipt.pk, "subject_ref": subject_ref}
+    webhook_event_emit(tenant_id=tenant.pk, type=USER_ERASED, data=data, subject_id=subject_id)
     return Erasure(counts=counts, receipt=receipt)
 
 

@@ -28,6 +28,7 @@ from memory.services.audit import Actor, audit_record
 from memory.services.gdpr import user_export_data
 from memory.services.jobs import lease_end, lease_kept
 from memory.services.turns import end_user_write_lock
+from memory.services.webhook_events import webhook_event_emit
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +137,10 @@ def export_build(*, job_id: int, now: datetime | None = None) -> ExportJob | Non
         # delete it (an erasure may already have swept the folder); remove it here.
         path.unlink(missing_ok=True)
         return None
+    user = job.end_user.external_id
     job.refresh_from_db()
+    data = {"user": user, "export_id": job.pk, "expires_at": job.expires_at.isoformat()}
+    webhook_event_emit(tenant_id=job.tenant_id, type="export.ready", data=data, subject_id=job.end_user_id)
     return job
 
 

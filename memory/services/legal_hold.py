@@ -10,6 +10,7 @@ from django.utils import timezone
 from memory.models import EndUser, LegalHold
 from memory.services.audit import Actor, audit_lock, audit_record
 from memory.services.end_user_lock import EndUserClosed, end_user_write_lock
+from memory.services.webhook_events import webhook_event_emit
 
 MAX_REASON = 500
 
@@ -95,7 +96,14 @@ def legal_hold_place(
         tenant=end_user.tenant_id, actor=actor, action="legal_hold.place", end_user=end_user,
         target_type="legal_hold", target_id=hold.pk, reason=reason, request_id=request_id,
     )  # fmt: skip
+    _hold_emit(hold, end_user, "legal_hold.placed")
     return hold
+
+
+def _hold_emit(hold: LegalHold, end_user: EndUser, kind: str) -> None:
+    """The hold's event after commit: ids only (a hold's reason may name a legal matter)."""
+    data = {"user": end_user.external_id, "legal_hold_id": hold.pk}
+    webhook_event_emit(tenant_id=end_user.tenant_id, type=kind, data=data, subject_id=end_user.pk)
 
 
 @transaction.atomic
@@ -118,4 +126,5 @@ def legal_hold_release(
         tenant=end_user.tenant_id, actor=actor, action="legal_hold.release", end_user=end_user,
         target_type="legal_hold", target_id=hold.pk, reason=reason, request_id=request_id,
     )  # fmt: skip
+    _hold_emit(hold, end_user, "legal_hold.released")
     return hold

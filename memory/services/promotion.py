@@ -37,6 +37,7 @@ from memory.services.personal_data import (
 )
 from memory.services.supersession import Supersession, knowledge_supersede
 from memory.services.updating import page_turn_text, space_updating_lock
+from memory.services.webhook_events import facts_learned, webhook_events_emit
 from memory.step_types import KnownFact, MemorySteps, StepFailed, TurnText
 from memory.steps import get_steps
 from memory.text import text_hash
@@ -129,7 +130,10 @@ def _promote(space: MemorySpace, segment_id: int, steps: MemorySteps, now: datet
     stored = _knowledge_add(space, segment, sources, facts.user, facts.assistant, policy)
     report.knowledge_ids = list(stored.values())
     named = {stored[text]: old for text, old in facts.replaces.items() if text in stored}
-    report.superseded = knowledge_supersede(entries=_entries(report.knowledge_ids), named=named)
+    learned = _entries(report.knowledge_ids)
+    events = facts_learned(learned, user=space.end_user.external_id, source="promotion")
+    webhook_events_emit(tenant_id=space.tenant_id, events=events)
+    report.superseded = knowledge_supersede(entries=learned, named=named)
     report.dropped_knowledge_ids = knowledge_enforce_capacity(space=space)
     Page.objects.filter(id__in=report.analysed_page_ids).update(analysed=True)
     Segment.objects.filter(pk=segment.pk).update(l_interaction=0)

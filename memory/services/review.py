@@ -30,6 +30,7 @@ from memory.services.legal_hold import legal_hold_check, legal_hold_for_deletion
 from memory.services.personal_data import text_for_storage
 from memory.services.promotion import text_hash
 from memory.services.supersession import knowledge_supersede
+from memory.services.webhook_events import fact_item, item_data, webhook_event_emit
 from memory.validity import first_slot
 
 APPROVE, REJECT = "approve", "reject"
@@ -80,6 +81,7 @@ def _knowledge_decide(entry, decision, *, actor, reason, text, request_id, turns
     action = f"knowledge.{decision}"
     before = before if after else None
     _audit(entry, actor=actor, action=action, reason=reason, before=before, after=after, request_id=request_id)
+    _decision_emit(entry, decision, fact_item(entry))
     if decision == REJECT:
         who = {"actor": actor, "reason": reason, "request_id": request_id}
         entry.rejection = _rejection_apply(entry, turns_withheld=turns_withheld, **who)
@@ -116,7 +118,19 @@ def profile_version_review(
     if decision == APPROVE:
         why = "the text of rejected facts is withdrawn before approval"
         version.withdrawn = _rejected_facts_strip(version, actor=actor, reason=why, request_id=request_id)
+    shown = version.review_state == ReviewState.APPROVED and not version.stale  # a stale one is withheld
+    _decision_emit(
+        version, decision, item_data(kind="profile_version", id=version.pk, text=version.text if shown else None)
+    )
     return version
+
+
+def _decision_emit(item, decision: str, named: dict) -> None:
+    """`review.approved` (with the approved text) or `review.rejected` (ids only), after commit."""
+    owner = item.end_user
+    kind = "review.approved" if decision == APPROVE else "review.rejected"
+    data = {"user": owner.external_id, "item": named}
+    webhook_event_emit(tenant_id=owner.tenant_id, type=kind, data=data, subject_id=owner.pk)
 
 
 # --- What a rejection withdraws: profile text and source turns ------------------------------------------------------

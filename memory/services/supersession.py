@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from memory.models import KnowledgeEntry, ReviewState
 from memory.models.tiers import KnowledgeKind
 from memory.services.audit import Actor, audit_record
+from memory.services.webhook_events import Event, item_data, webhook_events_emit
 from memory.validity import Claim, claims
 
 # A user's current facts are at most the store's capacity (MEMORY_KNOWLEDGE_CAPACITY), so reading them whole and
@@ -58,7 +59,7 @@ def knowledge_supersede(
                 earlier, later = (other, entry) if newer else (entry, other)
                 if _superseded(earlier, later):
                     done.append(Supersession(earlier.id, later.id, by))
-    _audit(done, actor or Actor.system("promotion"))
+    _audit(done, actor or Actor.system("promotion"), {fact.id: fact.text for fact in current})
     return done
 
 
@@ -99,10 +100,12 @@ def _superseded(earlier: KnowledgeEntry, later: KnowledgeEntry) -> bool:
     return bool(changed)
 
 
-def _audit(done: list[Supersession], actor: Actor) -> None:
+def _audit(done: list[Supersession], actor: Actor, texts: dict[int, str]) -> None:
+    """An audit entry per supersession, and its `fact.superseded` event after commit (`texts`: each fact's text)."""
     if not done:
         return
-    entries = KnowledgeEntry.objects.select_related("end_user").only("id", "end_user__tenant_id", "end_user__id")
+    entries = KnowledgeEntry.objects.select_related("end_user")
+    entries = entries.only("id", "end_user__tenant_id", "end_user__id", "end_user__external_id")
     by_id = {entry.id: entry for entry in entries.filter(id__in=[s.earlier_id for s in done])}
     for supersession in done:
         entry = by_id[supersession.earlier_id]
@@ -111,3 +114,16 @@ def _audit(done: list[Supersession], actor: Actor) -> None:
             target_type="knowledge", target_id=entry.id, reason=f"replaced by fact #{supersession.later_id}",
             detail={"superseded_by": supersession.later_id, "by": supersession.by},
         )  # fmt: skip
+    owner = by_id[done[0].earlier_id].end_user  # one user's facts
+    webhook_events_emit(tenant_id=owner.tenant_id, events=[_superseded_event(s, owner, texts) for s in done])
+
+
+def _superseded_event(supersession: Supersession, owner, texts: dict[int, str]) -> Event:
+    earlier, later = supersession.earlier_id, supersession.later_id
+    data = {
+        "user": owner.external_id,
+        "item": item_data(kind="knowledge", id=earlier, text=texts.get(earlier)),
+        "superseded_by": item_data(kind="knowledge", id=later, text=texts.get(later)),
+        "by": supersession.by,
+    }
+    return Event("fact.superseded", data, subject_id=owner.pk)

@@ -22,6 +22,7 @@ from memory.models import ActorKind, Escalation, EscalationState, KnowledgeEntry
 from memory.services.audit import Actor, audit_record
 from memory.services.governance import GovernanceError, _audit, _item_owner_lock, _owner_lock, _reason
 from memory.services.personal_data import text_for_storage
+from memory.services.webhook_events import fact_item, item_data, webhook_event_emit
 
 MAX_NOTE = 1000  # a replacing value or an escalation's note: a sentence or two, not a document
 
@@ -91,9 +92,15 @@ def knowledge_mark_outdated(
 ) -> bool:
     """Mark a fact as no longer true from `now` (valid_to), with the replacing value if given; audited.
 
-    The fact stays, as history. Returns False (nothing audited) when it was already outdated.
+    The fact stays, as history. Returns False (nothing audited) when it was already outdated. Emits `fact.outdated`.
     """
-    return _mark_outdated(entry, actor=actor, reason=reason, replacement=replacement, now=now, request_id=request_id)
+    if not _mark_outdated(entry, actor=actor, reason=reason, replacement=replacement, now=now, request_id=request_id):
+        return False
+    owner = entry.end_user
+    data = {"user": owner.external_id, "item": fact_item(entry), "valid_to": entry.valid_to.isoformat()}
+    data |= {"replacement": entry.outdated_note} if entry.outdated_note else {}
+    webhook_event_emit(tenant_id=owner.tenant_id, type="fact.outdated", data=data, subject_id=owner.pk)
+    return True
 
 
 @transaction.atomic
@@ -164,6 +171,12 @@ def escalation_open(*, tenant: Tenant, item, actor: Actor, note: str, request_id
         flagged_by_id=_operator_id(actor),
     )  # fmt: skip
     _escalation_audit(escalation, actor=actor, action="escalation.open", reason=note, request_id=request_id)
+    data = {
+        "user": owner.external_id,
+        "item": item_data(kind=item.item_kind, id=item.pk),
+        "escalation_id": escalation.pk,
+    }
+    webhook_event_emit(tenant_id=tenant.pk, type="item.flagged", data=data | {"note": note}, subject_id=owner.pk)
     return escalation
 
 

@@ -19,6 +19,7 @@ from memory.services.gdpr_export import export_build, export_request
 from memory.services.import_jobs import memory_import_queue
 from memory.services.tenancy import end_user_create
 from memory.services.validity import escalation_open
+from memory.services.webhook_endpoints import webhook_endpoint_create, webhook_endpoint_test
 from tests import builders
 from tests.builders import T0
 from tests.bundles import bundle_of
@@ -141,6 +142,12 @@ def ids(memory, alice, tenant) -> dict:
         received_at=timezone.now(), actor=Actor.system("test"),
     )  # fmt: skip
     flagged = escalation_open(tenant=tenant, item=memory.knowledge, actor=Actor.system("test"), note="Still true?")
+    hook = webhook_endpoint_create(
+        tenant=tenant, url="https://hooks.example.com/in", event_types=["user.erased"], actor=Actor.system("test")
+    ).endpoint
+    delivery = webhook_endpoint_test(
+        endpoint=hook, actor=Actor.system("test")
+    )  # queued after a commit that never comes
     return {
         "user": "alice",
         "assistant": "ava",
@@ -153,4 +160,6 @@ def ids(memory, alice, tenant) -> dict:
         "import": queued.memory_import.pk,
         "escalation": flagged.pk,
         "dsr": dsr.pk,
+        "webhook": hook.pk,
+        "delivery": delivery.pk,
     }

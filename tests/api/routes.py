@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 class Route:
     method: str
     path: str  # with {page}, {segment}, {knowledge}, {profile}, {receipt}, {export}, {escalation}, {dsr}, {user}, ...
-    # ... and {assistant}
+    # ... {assistant}, {webhook} and {delivery}
     scope: str
     body: dict = field(default_factory=dict)
 
@@ -101,6 +101,15 @@ ROUTES = [
     Route("post", "review/knowledge/{knowledge}/", "govern", {"decision": "approve"}),
     Route("get", "review/profile-versions/", "govern"),
     Route("post", "review/profile-versions/{profile}/", "govern", {"decision": "reject"} | REASON),
+    Route("get", "webhooks/", "govern"),
+    Route("post", "webhooks/", "govern", {"url": "https://hooks.example.com/new", "event_types": ["user.erased"]}),
+    Route("get", "webhooks/{webhook}/", "govern"),
+    Route("patch", "webhooks/{webhook}/", "govern", {"enabled": False}),
+    Route("delete", "webhooks/{webhook}/", "govern"),
+    Route("post", "webhooks/{webhook}/secret/", "govern"),
+    Route("post", "webhooks/{webhook}/test/", "govern"),
+    Route("get", "webhooks/{webhook}/deliveries/", "govern"),
+    Route("post", "webhook-deliveries/{delivery}/replay/", "govern"),
 ]
 
 SCOPES = ("read", "write", "govern")

@@ -49,7 +49,10 @@ def test_the_route_table_covers_every_operation_of_the_schema(api):
     tested = set()
     for route in ROUTES:
         path = "/api/v1/" + route.path
-        for name in ("page", "segment", "knowledge", "profile", "receipt", "export", "import", "escalation", "dsr"):
+        for name in (
+            "page", "segment", "knowledge", "profile", "receipt", "export", "import", "escalation", "dsr", "webhook",
+            "delivery",
+        ):  # fmt: skip
             path = path.replace("{" + name + "}", "{id}")
         path = path.replace("{user}", "{external_id}").replace("{assistant}", "{external_id}")
         tested.add((route.method, path))

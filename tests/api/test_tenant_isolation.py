@@ -21,6 +21,7 @@ LISTS = [
     "erasure-receipts/",
     "review/knowledge/",
     "review/profile-versions/",
+    "webhooks/",
 ]
 
 

@@ -27,6 +27,16 @@ def test_a_segment_shows_its_pages_by_chain_its_heat_plot_and_what_it_taught(cli
     assert AuditEntry.objects.filter(action="memory.read", target_type="segment", target_id=segment.pk).exists()
 
 
+def test_a_segment_with_no_heat_history_shows_its_heat_now(client, agent_user, alice_space):
+    segment = builders.segment(alice_space, summary="Written before heat was sampled", n_visit=2)
+    client.force_login(agent_user)
+
+    response = client.get(f"/console/acme/segments/{segment.pk}/")
+
+    assert response.status_code == 200 and not response.context["detail"].samples
+    assert 'id="segment-heat"' in response.content.decode()
+
+
 def test_a_page_links_to_its_source_reply_its_segment_and_what_came_from_it(client, agent_user, alice_space):
     page = Page.objects.filter(space=alice_space, segment__isnull=False).order_by("seq").first()
     builders.reply(alice_space, user_message=page.user_message, idempotency_key="k1", page=page, usage=Usage(calls=1))

@@ -225,3 +225,10 @@ def test_interleaved_users_get_the_same_memories_with_their_pages_written_in_tim
 def test_users_cannot_be_interleaved_in_groups_of_less_than_one():
     with pytest.raises(CommandError, match="--interleave must be at least 1"):
         call_command("memory_bench", "--interleave", "0", "--fake-embeddings")
+
+
+def test_a_cold_run_is_refused_where_the_caches_cannot_be_emptied(settings):
+    settings.EMBEDDED_DATABASE = False
+
+    with pytest.raises(CommandError, match="with DATABASE_URL, restart your server instead"):
+        call_command("memory_bench", "--cold", "--users", "1", "--samples", "1", "--out", "/dev/null")

@@ -8,6 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.bench import BenchOptions, memory_bench
+from evaluation.benchbaselines import caches_emptiable
 from evaluation.benchlocomo import DEFAULT_DATA, LocomoIngestOptions, locomo_ingest_bench
 
 
@@ -43,6 +44,12 @@ class Command(BaseCommand):
             help="build users in groups of N whose pages are written interleaved in time, as when users talk at once "
             "(default 1: each user's pages together)",
         )
+        parser.add_argument(
+            "--cold",
+            action="store_true",
+            help="before the questions are first asked, restart the embedded PostgreSQL and drop the OS page cache (as "
+            "root), so memory is read from disk as after a restart",
+        )
         parser.add_argument("--out", type=Path, default=Path("bench.json"))
         parser.add_argument("--no-progress", action="store_true", help="no progress bars")
         parser.add_argument(
@@ -73,12 +80,15 @@ class Command(BaseCommand):
             progress=False if options["no_progress"] else None,
             reuse=options["reuse"],
             interleave=options["interleave"],
+            cold=options["cold"],
         )
         if run.interleave < 1:
             raise CommandError("--interleave must be at least 1.")
         if run.reuse and not run.tenant_slug:
             raise CommandError("--reuse measures a kept tenant: name it with --tenant.")
         try:
+            if run.cold:
+                caches_emptiable()
             result = memory_bench(run)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
