@@ -141,7 +141,7 @@ def segment_central_summary(*, segment_id: int, centroid: np.ndarray) -> str | N
 CANDIDATES = 100  # each channel's list before fusion: five times the longest list the evaluation reads (k = 20)
 # The vector channel's first pass keeps this many pages by binary-quantised distance for the exact re-rank: the
 # smallest multiple of CANDIDATES that keeps ≥ 99.9 % of the exact top 10 and ≥ 99.5 % of the top 20 over the
-# pooled LoCoMo dev pages with MiniLM (docs/results.md, "Binary first pass"); 4× is also pgvector's usual advice.
+# pooled LoCoMo dev pages with MiniLM (see docs/decisions/0004-binary-first-pass.md); 4× is pgvector's usual advice.
 VECTOR_POOL = 4 * CANDIDATES
 NEIGHBOUR_HITS = 3  # the strongest fused hits whose previous and next turns may join as candidates
 MAX_QUERY_TERMS = 12
@@ -177,7 +177,7 @@ class RetrievalConfig:
     date_weight: float = 0.3
     neighbour_share: float = 0.7
     neighbour_floor: float = 0.1
-    fact_weight: float = 0.5  # knowledge_pages is off by default; not tuned (docs/results.md: the stage lowers recall)
+    fact_weight: float = 0.5  # knowledge_pages is off: it lowers recall (docs/decisions/0003-hybrid-retrieval.md)
 
 
 DEFAULT = RetrievalConfig()

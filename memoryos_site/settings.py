@@ -1,4 +1,4 @@
-"""MemoryOS settings: one environment-driven module. Every variable is listed in the README with its default."""
+"""MemoryOS settings: one environment-driven module. docs/configuration.md lists every variable with its default."""
 
 from __future__ import annotations
 
@@ -181,9 +181,10 @@ if EMBEDDED_DB_SHARED_BUFFERS and not re.fullmatch(r"[1-9]\d*(MB|GB)", EMBEDDED_
         "EMBEDDED_DB_SHARED_BUFFERS must be a size in MB or GB such as 512MB or 2GB, "
         f"not {EMBEDDED_DB_SHARED_BUFFERS!r}"
     )
-# A process keeps its connection this long between requests or tasks: a new one costs the embedded server ~5 ms to
-# open and ~10 ms more on its first retrieval, whose catalog lookups it has yet to cache (docs/results.md). Before a
-# kept connection is reused in a new request it is checked, so a restarted server costs a reconnection, not an error.
+# A process keeps its connection this long between requests or tasks: a new one costs the embedded server time to
+# open and more on its first retrieval, whose catalog lookups it has yet to cache (see
+# docs/decisions/0011-kept-database-connections.md). Before a kept connection is reused in a new request it is
+# checked, so a restarted server costs a reconnection, not an error.
 DATABASE_CONN_MAX_AGE = env_int("DATABASE_CONN_MAX_AGE", 60)
 DATABASE_CONN_HEALTH_CHECKS = env_bool("DATABASE_CONN_HEALTH_CHECKS", True)
 if EMBEDDED_DATABASE:

@@ -4,9 +4,8 @@ pgvector's `vector` type is stored EXTERNAL by default: a page row with two 384-
 PostgreSQL's 2 kB TOAST threshold, so both vectors were moved out of line and the exact scan of a space's ~6,000
 pages did four buffer reads per row (heap, TOAST index, TOAST heap). MAIN keeps `embedding` in the row (moved out
 only as a last resort) while `topic_embedding` (read only when placing a page) and the texts still go out of line.
-On a 6,000-page space the vector channel's scan went from 24,210 buffers / 38 ms to 1,502 buffers / 5 ms. The
-same holds for the page's `search` tsvector, which the full-text channel reads for every page of the space it
-filters and ranks: 32,377 buffers / 36 ms → 1,599 buffers / 7 ms for a three-word question.
+The same holds for the page's `search` tsvector, which the full-text channel reads for every page of the space it
+filters and ranks: one buffer a row instead of four (see docs/decisions/0005-rows-kept-whole.md).
 
 Rows stored before this migration keep their out-of-line values until rewritten, which the second step does in
 batches: a value is re-stored only when it is new, so the rewrite casts the vector through real[], and assigning a

@@ -7,8 +7,8 @@ as users were added. `search_keys` holds one int4 per lexeme of the page, a hash
 Hashes may collide, so the channel confirms every match against `search` and the page's space (exact, as before).
 
 Both GIN indexes of pages insert directly (`fastupdate = off`): with a pending list every query scans the entries
-not yet merged (up to 4 MB: 3 ms of a 9 ms full-text statement at 1,000 users, measured), while a page's insert
-costs about 0.3 ms more.
+not yet merged (up to 4 MB), while a page's insert costs a little more (see
+docs/decisions/0008-space-scoped-search-keys.md).
 
 Adding a stored generated column rewrites `memory_page` once (PostgreSQL computes the keys for every row, under an
 exclusive lock): minutes on a large installation, so run it in a maintenance window. One transaction: a failure

@@ -1,16 +1,16 @@
 """Page vectors in half precision, and the vector channel's pages found in its own index (issue 14).
 
 - `embedding` and `topic_embedding` become pgvector's `halfvec`: two bytes a dimension instead of four. A page row
-  of 2.4 KB held a 1.5 KB vector; at 1,000 full users the pages' 16 GB became more than this machine could cache,
-  and retrieval waited on the disk (docs/results.md, "sixth pass: page vectors in half precision").
+  of 2.4 KB held a 1.5 KB vector, so at 1,000 full users retrieval waited on the disk (see
+  docs/decisions/0006-half-precision-page-vectors.md).
 - `embedding_bits` is generated from `embedding`, and PostgreSQL cannot change the type of a column a generated
   column reads: it is dropped and added again in the same statement, computed from the half-precision vector.
 - A new type brings its default storage: the vector is kept in the row again (`MAIN`, as migration 0011 made it).
 - `page_space_bits` is keyed on (space, id): the vector channel's second pass finds the pages it re-ranks in the
   leaves its first pass has just read, not by descending the primary key once per page.
 
-One ALTER TABLE rewrites the table once, holding its lock until it ends (measured in docs/results.md: plan a
-maintenance window for a large database). One transaction: a failure leaves the schema as it was.
+One ALTER TABLE rewrites the table once, holding its lock until it ends (minutes at 1,000 full users: plan a
+maintenance window for a large database; docs/production.md). One transaction: a failure leaves the schema as it was.
 """
 
 from django.db import migrations, models

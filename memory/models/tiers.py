@@ -36,9 +36,9 @@ class HalfVectorField(VectorField):
 
     For the page vectors, which are most of a user's bytes: a page row of 2.4 KB held a 1.5 KB vector. Half
     precision keeps about three significant digits of each coordinate of a unit vector (a relative error under
-    0.05 %), far below the differences between the cosines retrieval ranks by (docs/results.md, "sixth pass:
-    page vectors in half precision"). Its statements compare a page vector with the question's cast to halfvec
-    (`PAGE_COSINE`)."""
+    0.05 %), far below the differences between the cosines retrieval ranks by (see
+    docs/decisions/0006-half-precision-page-vectors.md). Its statements compare a page vector with the question's
+    cast to halfvec (`PAGE_COSINE`)."""
 
     description = "Vector in half precision"
 
@@ -229,12 +229,14 @@ class Page(models.Model):
             models.Index(fields=["segment", "seq"], name="page_segment_seq"),
             # retrieval asks for a space's pinned pages on every query: few rows, found without a scan
             models.Index(fields=["space"], condition=models.Q(pinned=True), name="page_space_pinned"),
-            # fastupdate off: a query would otherwise scan the whole pending list of new entries (up to 4 MB, about
-            # 3 ms at 300 pages, measured) until a vacuum merged it; a page's insert costs ~0.3 ms more instead
+            # fastupdate off: a query would otherwise scan the whole pending list of new entries (up to 4 MB) until a
+            # vacuum merged it; a page's insert costs a little more instead
+            # (docs/decisions/0008-space-scoped-search-keys.md)
             GinIndex(fields=["search"], name="page_search", fastupdate=False),
             GinIndex(fields=["search_keys"], name="page_search_keys", fastupdate=False),
             # the vector channel's first pass reads only this index (an index-only scan): ~70 buffers a space;
             # its second pass finds the pages it re-ranks by (space, id) in the same leaves, not in the primary key
+            # (docs/decisions/0004-binary-first-pass.md)
             models.Index(fields=["space", "id"], include=["embedding_bits"], name="page_space_bits"),
         ]
 

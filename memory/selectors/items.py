@@ -46,7 +46,7 @@ def segment_page_count() -> Coalesce:
     """Each segment's number of pages, to annotate segments with: a `correlated_count`, answered from the index on
     the pages' segment alone (an index-only scan). Counting the pages' ids instead, as a join's `Count("pages")`
     does, read every page row from the table: 6,000 scattered reads for a full user's 200 segments when they were
-    not cached (297 ms at 1,000 users)."""
+    not cached (see docs/decisions/0015-paged-user-pages.md)."""
     return correlated_count(Page.objects.all(), "segment")
 
 

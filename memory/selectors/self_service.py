@@ -150,7 +150,7 @@ def _in_bulk(queryset: QuerySet, ids: set[int]) -> dict:
 # --- "What do you remember about me" -------------------------------------------------------------------------------
 
 # Topics, facts and earlier profile versions per page. Each row carries its own controls (delete, correct, no longer
-# true), so a page of 25 of each rendered in about 105 ms for a full user of memory_bench; 10 keep it near 50 ms.
+# true), so fewer rows keep a full user's page fast (see docs/decisions/0015-paged-user-pages.md).
 MEMORY_PER_PAGE = 10
 
 

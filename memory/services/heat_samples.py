@@ -76,8 +76,8 @@ def segment_visits_queue(*, segment_ids: Iterable[int], now: datetime) -> list[i
     implicit transaction whose commit does not wait for the write-ahead log to reach the disk: a visit is a usage
     signal, and a crash of the database server in the next fraction of a second loses those visits whole (never
     part of one, and nothing else; PostgreSQL's asynchronous commit keeps the database consistent), while the
-    request no longer waits on a disk flush, which took 3.4 ms on average here and far more under write load
-    (docs/results.md). A database configured with `server_side_binding` takes one statement per execute, and waits.
+    request no longer waits on a disk flush (see docs/decisions/0012-visits-off-the-request-path.md). A database
+    configured with `server_side_binding` takes one statement per execute, and waits.
     """
     ids = sorted(set(segment_ids))
     if not ids:

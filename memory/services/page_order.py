@@ -3,10 +3,10 @@
 When users talk at once their pages are written interleaved, so one user's 6,000 pages lie on as many 8 KB table
 pages, each shared with other users' rows; a retrieval that must read them from the disk reads one table page per
 row it needs. PostgreSQL's CLUSTER rewrites the table in the order of an index, here the space's page sequence
-(`page_seq_per_space`), so a user's pages fill neighbouring table pages: at 1,000 interleaved full users, read from
-the disk, retrieval p50 / p95 went from 48.9 / 92.4 ms to 20.8 / 42.8 ms (docs/results.md, "sixth pass").
+(`page_seq_per_space`), so a user's pages fill neighbouring table pages, which PostgreSQL reads in combined
+requests: reading from the disk, retrieval's p50 and p95 halve (see docs/decisions/0007-pages-clustered-by-user.md).
 
-CLUSTER holds the table's ACCESS EXCLUSIVE lock while it runs (2 min 53 s for 1,000 full users on two cores):
+CLUSTER holds the table's ACCESS EXCLUSIVE lock while it runs (minutes for 1,000 full users on two cores):
 retrieval and writes to memory wait. Run it in a maintenance window, when `page_scatter` has grown; pages written
 afterwards are placed wherever there is room, so the order decays as users talk.
 """

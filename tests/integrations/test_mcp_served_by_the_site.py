@@ -88,7 +88,7 @@ def test_gunicorns_workers_answer_one_session_whichever_takes_each_call(
     port = free_port()
     env = child_env(DATABASE_URL=database_url_for_children(), **server_env(fake_model_url))
     command = [sys.executable, "-m", "gunicorn", "memoryos_site.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2"]
-    command += ["--logger-class", "memoryos_site.access_log.GunicornLogger"]  # as the README runs it
+    command += ["--logger-class", "memoryos_site.access_log.GunicornLogger"]  # as docs/production.md runs it
 
     async def scenario():
         async with http_session(f"http://127.0.0.1:{port}/mcp/", token) as session:

@@ -3,7 +3,7 @@
 Both run as child processes in their own process group, their output prefixed with `web |` and `worker |`. SIGINT
 (Ctrl-C) or SIGTERM stops both cleanly: the worker finishes its current task (a warm shutdown) and what it had not
 acknowledged goes back to the broker. If either child dies, the other is stopped too and the command fails.
-In production run gunicorn and `celery worker` under a process manager instead (README).
+In production run gunicorn and `celery worker` under a process manager instead (docs/production.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The README's "Integrate from your agent" examples, run as written: the token command, then each curl command
+"""docs/integrating.md's REST API examples, run as written: the token command, then each curl command
 against the live server with the token it printed."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.core.management import call_command
 
 from memory.services.tenancy import end_user_create, tenant_create
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrating.md"
 EXPECTED_KEYS = {
     "/turns/": {"page_id", "queued_updating"},
     "/retrieve/": {"short_term", "pages", "profile", "knowledge"},
@@ -26,10 +26,10 @@ EXPECTED_KEYS = {
 }
 
 
-def readme_commands() -> list[str]:
+def page_commands() -> list[str]:
     """Every shell command of the section's REST part, with backslash-continued lines joined and comments dropped."""
-    section = README.read_text().split("## Integrate from your agent", 1)[1].split("\n## ", 1)[0]
-    section = section.split("\n### ", 1)[0]  # the REST API's part; tests/integrations run the MCP and proxy ones
+    # the REST API's section; tests/integrations/test_mcp_and_proxy_doc.py runs the MCP and proxy ones
+    section = PAGE.read_text().split("\n## The REST API\n", 1)[1].split("\n## ", 1)[0]
     commands = []
     for block in re.findall(r"```sh\n(.*?)```", section, flags=re.DOTALL):
         joined = block.replace("\\\n", " ")
@@ -38,7 +38,7 @@ def readme_commands() -> list[str]:
 
 
 def test_the_section_has_the_promised_examples():
-    commands = readme_commands()
+    commands = page_commands()
 
     assert any("api_token_create" in c for c in commands)
     for path in EXPECTED_KEYS:
@@ -53,14 +53,14 @@ def _token_from(command: str) -> str:
     return out.getvalue().strip()
 
 
-@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed, so the README's examples cannot run")
-def test_the_readme_curl_examples_work_against_the_live_server(live_server):
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed, so the examples cannot run")
+def test_the_curl_examples_work_against_the_live_server(live_server):
     tenant = tenant_create(slug="demo", name="Demo")
     end_user_create(tenant=tenant, external_id="alice", display_name="Alice")
     env = {"PATH": "/usr/bin:/bin", "MEMORYOS_URL": live_server.url}
     ran = []
 
-    for command in readme_commands():
+    for command in page_commands():
         if command.startswith("export MEMORYOS_URL="):
             continue
         if "api_token_create" in command:

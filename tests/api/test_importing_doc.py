@@ -1,4 +1,4 @@
-"""The README's "Move memory between installations" examples, run as written: the import command (dry run, then
+"""docs/importing.md's "Move memory between installations" examples, run as written: the import command (dry run, then
 for real) on an export's zip, then the API call on the same file against the live server."""
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from memory.services.tenancy import tenant_create
 from tests.api.conftest import make_token
 from tests.bundles import governed_memory
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "importing.md"
 
 
 def section_commands() -> list[str]:
     """The section's shell commands; a command continued over lines is one, comments are dropped."""
-    section = README.read_text().split("## Move memory between installations", 1)[1].split("\n## ", 1)[0]
+    section = PAGE.read_text().split("\n## Move memory between installations\n", 1)[1].split("\n## ", 1)[0]
     commands = []
     for block in re.findall(r"```sh\n(.*?)```", section, flags=re.DOTALL):
         joined = block.replace("\\\n", " ")
@@ -50,7 +50,7 @@ def export_zip(alice, assistant, django_capture_on_commit_callbacks, settings, t
 @pytest.mark.skipif(
     not all(shutil.which(tool) for tool in ("curl", "unzip", "python3")), reason="the examples need curl and unzip"
 )
-def test_the_readme_import_examples_work(export_zip, live_server):
+def test_the_import_examples_work(export_zip, live_server):
     demo = tenant_create(slug="demo", name="Demo")
     env = {"PATH": "/usr/bin:/bin", "MEMORYOS_URL": live_server.url, "TOKEN": make_token(demo, "govern")}
     commands = section_commands()

@@ -1,4 +1,4 @@
-"""The README's "From an MCP client" and "Through the OpenAI-compatible memory proxy" examples, run as written:
+"""docs/integrating.md's "From an MCP client" and "Through the OpenAI-compatible memory proxy" examples, run as written:
 the client configuration and commands start real servers, and the Python snippets run as their own processes."""
 
 from __future__ import annotations
@@ -17,20 +17,20 @@ from tests.foundation.processes import REPO, answers, child_env, database_url_fo
 from tests.integrations.conftest import server_env
 from tests.integrations.mcp_clients import call, run, stdio_session
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrating.md"
 PYTHON = ".venv/bin/python"
 
 pytestmark = pytest.mark.slow
 
 
 def blocks(heading: str, language: str) -> list[str]:
-    """The code blocks in `language` under the README's `### heading`, in order."""
-    section = README.read_text().split(f"\n### {heading}\n", 1)[1].split("\n## ", 1)[0].split("\n### ", 1)[0]
+    """The code blocks in `language` under the page's `## heading`, in order."""
+    section = PAGE.read_text().split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(rf"```{language}\n(.*?)```", section, flags=re.DOTALL)
 
 
 def run_snippet(code: str, **env: str) -> str:
-    """A README snippet run by this interpreter in a process of its own; its output."""
+    """A snippet of the page run by this interpreter in a process of its own; its output."""
     result = subprocess.run(
         [sys.executable, "-c", code], env=child_env(**env), capture_output=True, text=True, timeout=120, cwd=REPO
     )
