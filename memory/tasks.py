@@ -19,7 +19,7 @@ from memory.services.personal_data import personal_data_rescan
 from memory.services.promotion import segment_promote
 from memory.services.retention import retention_run, retention_run_daily, retention_tenants
 from memory.services.updating import pages_place, segment_visits_count
-from memory.services.webhook_delivery import webhook_deliver, webhook_deliveries_requeue
+from memory.services.webhook_delivery import webhook_deliver, webhook_deliveries_requeue, webhook_log_expire
 from memory.step_types import StepFailed
 
 log = logging.getLogger(__name__)
@@ -134,6 +134,12 @@ def webhook_deliver_task(delivery_id: int) -> None:
 def webhook_deliveries_requeue_task() -> int:
     """Queue the webhook deliveries whose next attempt is due (beat, every 30 s)."""
     return webhook_deliveries_requeue()
+
+
+@shared_task(acks_late=True)
+def webhook_log_expire_task() -> int:
+    """Delete webhook events past WEBHOOK_LOG_DAYS whose deliveries are settled (beat, daily)."""
+    return webhook_log_expire()
 
 
 @shared_task(acks_late=True)

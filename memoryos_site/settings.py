@@ -266,6 +266,9 @@ if RETENTION_BATCH_SIZE < 1:
 WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 5.0)
 WEBHOOK_ALLOW_PRIVATE_URLS = env_bool("WEBHOOK_ALLOW_PRIVATE_URLS", DEBUG)
 WEBHOOK_DSR_DUE_SOON_DAYS = env_int("WEBHOOK_DSR_DUE_SOON_DAYS", 7)
+WEBHOOK_LOG_DAYS = env_int("WEBHOOK_LOG_DAYS", 30)
+if WEBHOOK_LOG_DAYS < 1:
+    raise ImproperlyConfigured("WEBHOOK_LOG_DAYS must be at least 1")
 if not 0.5 <= WEBHOOK_TIMEOUT_SECONDS <= 30:
     raise ImproperlyConfigured("WEBHOOK_TIMEOUT_SECONDS must be between 0.5 and 30")
 if WEBHOOK_DSR_DUE_SOON_DAYS < 1:
@@ -276,6 +279,7 @@ CELERY_BEAT_SCHEDULE: dict = {
     "expire-exports": {"task": "memory.tasks.exports_expire_task", "schedule": 3600.0},
     "webhook-deliveries-due": {"task": "memory.tasks.webhook_deliveries_requeue_task", "schedule": 30.0},
     "dsr-due-soon": {"task": "memory.tasks.data_subject_requests_due_soon_emit_task", "schedule": 3600.0},
+    "expire-webhook-log": {"task": "memory.tasks.webhook_log_expire_task", "schedule": 86400.0},
     "retention-daily": {
         "task": "memory.tasks.retention_daily_task",
         "schedule": crontab(hour=RETENTION_HOUR, minute=0),

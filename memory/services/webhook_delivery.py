@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 
 from memory.models.webhooks import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEvent
@@ -140,3 +140,15 @@ def webhook_delivery_replay(*, delivery: WebhookDelivery, actor: Actor, request_
     transaction.on_commit(lambda: deliveries_queue([delivery.pk]))
     delivery.refresh_from_db()
     return delivery
+
+
+def webhook_log_expire(*, now: datetime | None = None) -> int:
+    """Delete the events older than WEBHOOK_LOG_DAYS whose deliveries are all settled (delivered, failed or
+    cancelled), with their deliveries and attempts: the delivery log keeps a month of what was sent, not every
+    notification for ever. Notifications, not memory: a legal hold keeps the memory and its audit trail, not copies
+    sent to the tenant's own systems. Idempotent; returns how many events went."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.WEBHOOK_LOG_DAYS)
+    unsettled = WebhookDelivery.objects.filter(event=OuterRef("pk"), status=DeliveryStatus.PENDING)
+    old = WebhookEvent.objects.filter(created_at__lt=cutoff).exclude(Exists(unsettled))
+    _, by_model = old.delete()
+    return by_model.get(WebhookEvent._meta.label, 0)

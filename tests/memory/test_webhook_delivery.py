@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memory.models import DeliveryStatus, WebhookAttempt, WebhookDelivery
+from memory.models import DeliveryStatus, KnowledgeEntry, WebhookAttempt, WebhookDelivery, WebhookEvent
 from memory.services.audit import Actor
 from memory.services.gdpr import user_erase
 from memory.services.supersession import knowledge_supersede
@@ -18,6 +18,7 @@ from memory.services.webhook_delivery import (
     webhook_deliver,
     webhook_deliveries_requeue,
     webhook_delivery_replay,
+    webhook_log_expire,
 )
 from memory.services.webhook_endpoints import webhook_endpoint_create, webhook_endpoint_test
 from memory.tasks import webhook_deliver_task
@@ -241,3 +242,25 @@ def test_the_documented_verification_snippet_accepts_a_real_delivery(
     [request] = receiver.requests
     assert namespace["verify"](created.secret, request.headers, request.body)
     assert not namespace["verify"](created.secret, request.headers, request.body + b" ")
+
+
+def test_the_log_keeps_a_settled_event_for_its_days_then_lets_it_go_and_keeps_one_still_pending(
+    tenant, alice, receiver, settings, django_capture_on_commit_callbacks
+):
+    settings.WEBHOOK_LOG_DAYS = 30
+    _endpoint(tenant, receiver, "fact.superseded")
+    receiver.statuses = [200, 500]
+    _supersede(alice, django_capture_on_commit_callbacks)  # delivered
+    later = builders.knowledge(alice, text="Alice lives in Lisbon.")
+    earlier = KnowledgeEntry.objects.get(text="Alice lives in Berlin.")
+    with django_capture_on_commit_callbacks(execute=True):
+        knowledge_supersede(entries=[later], named={later.id: earlier.id})  # failed once: still pending
+    delivered, pending = WebhookDelivery.objects.order_by("id")
+    now = timezone.now()
+
+    assert webhook_log_expire(now=now + timedelta(days=29)) == 0
+    assert webhook_log_expire(now=now + timedelta(days=31)) == 1
+
+    assert not WebhookEvent.objects.filter(pk=delivered.event_id).exists()
+    assert not WebhookAttempt.objects.filter(delivery_id=delivered.pk).exists()
+    assert WebhookDelivery.objects.get().pk == pending.pk and pending.status == DeliveryStatus.PENDING

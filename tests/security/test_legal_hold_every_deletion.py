@@ -131,6 +131,8 @@ NOT_A_HOLDS_BUSINESS = {
     ("jobs", "job_forget"): "job leases",
     ("retention", "retention_policy_delete"): "a tenant's policy",
     ("team", "membership_remove"): "an operator's membership of a tenant, not anyone's memory",
+    ("webhook_endpoints", "webhook_endpoint_delete"): "a tenant's webhook endpoint and its delivery log",
+    ("webhook_delivery", "webhook_log_expire"): "notifications already sent to the tenant's systems, not memory",
     ("passages", "page_passages_set"): "a page's passage vectors, written again with its new text (the page stays)",
     ("personal_data", "_knowledge_merged"): "a fact folded into its identical twin, whose sources it keeps",
     ("forgetting", "_plan_facts"): "a plan, applied by plan_apply",
