@@ -32,9 +32,11 @@ run: install
 	DEBUG=true $(MANAGE) demo_seed
 	DEBUG=true PORT=$(PORT) $(MANAGE) serve
 
-# The quick tier: under 4 minutes on the 2-core machine (README, "Tests"); the markers are set in tests/conftest.py.
+# The quick tier, in CHECK_WORKERS processes (pytest-xdist; each has its own test database, named with a _gwN suffix):
+# about 4 minutes on the 2-core machine (README, "Tests"). The markers are set in tests/conftest.py.
+CHECK_WORKERS ?= 2
 check: lint typecheck
-	$(BIN)/pytest -q -p no:cacheprovider -m "not browser and not process and not slow"
+	$(BIN)/pytest -q -p no:cacheprovider -n $(CHECK_WORKERS) -m "not browser and not process and not slow"
 
 test: lint typecheck
 	$(BIN)/pytest
