@@ -54,7 +54,7 @@ typecheck: install
 LOCK_ARGS ?=
 lock: install
 	@printf '%s\n' '$(TORCH)' > $(VENV)/torch-constraint.txt
-	$(BIN)/pip-compile --quiet $(LOCK_ARGS) --extra dev --extra eval --unsafe-package pip --strip-extras --no-emit-index-url \
+	CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile --quiet $(LOCK_ARGS) --extra dev --extra eval --unsafe-package pip --strip-extras --no-emit-index-url \
 		--no-emit-find-links --constraint $(VENV)/torch-constraint.txt --output-file $(LOCK) pyproject.toml
 
 format: install
