@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from memory.models import Page
+from memory.models import KnowledgeEntry, Page, ProfileVersion, Segment
 from memory.personal_data import CARD, EMAIL, GOVERNMENT_ID, IBAN, PHONE, SECRET, masked_categories
 from memory.selectors.case import CaseSearch
 from memory.selectors.self_service import Remembered, Turn
@@ -43,6 +43,10 @@ def conversation_texts(turns: list[Turn]) -> list[str]:
 
 def memory_texts(remembered: Remembered, found: CaseSearch | None) -> list[str]:
     """Every text the memory page shows: the profile and its versions, facts, topics and turns, or what was found."""
+    pages: Iterable[Page]
+    topics: Iterable[Segment]
+    facts: Iterable[KnowledgeEntry]
+    versions: Iterable[ProfileVersion]
     if found is not None:
         pages, topics, facts, versions = found.pages, found.segments, found.knowledge, found.profiles
     else:

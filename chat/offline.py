@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -162,12 +163,12 @@ def _page_candidate(
     page: Page, query: set[str], similarity: float, earlier: bool = False, **ranked
 ) -> Candidate | None:
     quote = " ".join(page.user_message.split())
-    fields = {"told": True, "quote": quote, "segment_id": page.segment_id, "earlier": earlier}
+    fields: dict[str, Any] = {"told": True, "quote": quote, "segment_id": page.segment_id, "earlier": earlier}
     return _candidate("page", page.id, page.user_message, query, similarity, at=page.at, **fields, **ranked)
 
 
 def _knowledge_candidate(entry: KnowledgeEntry, query: set[str], similarity: float) -> Candidate | None:
-    fields = {"told": False, "store": f"{entry.kind}_knowledge"}
+    fields: dict[str, Any] = {"told": False, "store": f"{entry.kind}_knowledge"}
     return _candidate("knowledge", entry.id, entry.text, query, similarity, at=entry.created_at, **fields)
 
 
@@ -229,7 +230,7 @@ def _merged(found: Iterable[Candidate]) -> list[Candidate]:
     merged with the other candidates by score (best first, newer first on a tie): each list keeps its order, and
     the better head of the two goes next."""
     found = list(found)
-    ranked = sorted((c for c in found if c.position is not None), key=lambda c: c.position)
+    ranked = sorted((c for c in found if c.position is not None), key=lambda c: c.position or 0)  # never None here
     others = sorted(
         (c for c in found if c.position is None), key=lambda c: (-c.score, -c.at.timestamp(), c.kind, -c.id)
     )

@@ -178,7 +178,8 @@ def _knowledge_line(entry: KnowledgeEntry, quoted: Callable[[str], str] = quoted
     line = f"- ({about}, since {(entry.valid_from or entry.created_at):%d %b %Y}) {quoted(entry.text)}"
     previous = getattr(entry, "previous_text", None)  # what it replaced, when retrieval read it
     if previous:
-        line += f" (EARLIER, until {entry.previous_until:%d %b %Y}: {quoted(previous)})"
+        until = entry.previous_until  # type: ignore[attr-defined]  # retrieval's SQL reads it beside previous_text
+        line += f" (EARLIER, until {until:%d %b %Y}: {quoted(previous)})"
     return line
 
 
@@ -212,17 +213,17 @@ def memory_items(retrieval: RetrievalResult, mask: Callable[[str], str] | None =
             lines = _page_lines(page, quoted, earlier=retrieval.earlier.get(page.id))
             add(MemoryItem("page", page.id, "earlier", lines, RANK_PINNED, page.id))
     # best first, a turn that replaced an earlier one ahead of it; past the budget the earlier one goes first
-    for scored in newer_first(sorted(retrieval.pages, key=lambda p: -p.score), retrieval.earlier):
-        page = scored.page
+    for scored_page in newer_first(sorted(retrieval.pages, key=lambda p: -p.score), retrieval.earlier):
+        page = scored_page.page
         if page.id in recent_ids:
             continue
         rank = RANK_PINNED if page.id in pinned_pages else RANK_RETRIEVED
-        segment = page.segment
-        topic = (segment.id, f"### Topic: {quoted(segment.summary)}") if segment else None
+        topic_of = page.segment
+        topic = (topic_of.id, f"### Topic: {quoted(topic_of.summary)}") if topic_of else None
         earlier = retrieval.earlier.get(page.id)
-        lines = _page_lines(page, quoted, scored.found_by.get("passage"), earlier)
-        order = scored.score / 2 if earlier else scored.score
-        add(MemoryItem("page", page.id, "earlier", lines, rank, order, scored.score, topic))
+        lines = _page_lines(page, quoted, scored_page.found_by.get("passage"), earlier)
+        order = scored_page.score / 2 if earlier else scored_page.score
+        add(MemoryItem("page", page.id, "earlier", lines, rank, order, scored_page.score, topic))
     for position, page in enumerate(retrieval.short_term):
         rank = RANK_PINNED if page.id in pinned_pages else RANK_RECENT
         lines = _page_lines(page, quoted, earlier=retrieval.earlier.get(page.id))

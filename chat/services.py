@@ -194,7 +194,7 @@ def reply_draft(
         end_user_closed_check(end_user)  # erased meanwhile: its rows are gone, so say so rather than fail
         raise
     if not claimed:
-        page_text = reply.page.assistant_reply if reply.page_id else ""
+        page_text = reply.page.assistant_reply if reply.page else ""  # no query when page_id is None
         return ReplyResult(reply=reply, text=page_text, retrieval=None, replayed=True)
     now = now or timezone.now()
     mode = "llm" if llm_configured() else "offline"

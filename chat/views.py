@@ -8,13 +8,13 @@ within the logged-in end user's own memory, so other people's ids are 404 too.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ObjectDoesNotExist
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -25,6 +25,7 @@ from django.views.decorators.http import require_GET, require_POST
 from chat.downloads import memory_download
 from chat.forms import KnowledgeCorrectionForm, MessageForm, OutdatedForm
 from chat.hidden_details import conversation_texts, hidden_details_note, memory_texts, pages_texts
+from chat.http import HtmxHttpRequest
 from chat.services import ReplyResult, reply_generate
 from memory.items import ITEM_KINDS
 from memory.models import Assistant, EndUser
@@ -47,7 +48,7 @@ T = TypeVar("T")
 # --- Access helpers -------------------------------------------------------------------------------------------------
 
 
-def _chat_user_or_404(request: HttpRequest) -> EndUser:
+def _chat_user_or_404(request: HtmxHttpRequest) -> EndUser:
     """The end user the logged-in account is; operators and strangers get 404."""
     end_user = end_user_for_account(request.user)
     if end_user is None:
@@ -55,7 +56,7 @@ def _chat_user_or_404(request: HttpRequest) -> EndUser:
     return end_user
 
 
-def _pair_or_404(request: HttpRequest, assistant_id: str) -> tuple[EndUser, Assistant]:
+def _pair_or_404(request: HtmxHttpRequest, assistant_id: str) -> tuple[EndUser, Assistant]:
     """The logged-in end user and the active assistant `assistant_id` of their own tenant."""
     end_user = _chat_user_or_404(request)
     try:
@@ -77,7 +78,7 @@ def _own_or_404(selector: Callable[..., T], end_user: EndUser, **lookup) -> T:
 
 @require_GET
 @login_required
-def chat_index(request: HttpRequest) -> HttpResponse:
+def chat_index(request: HtmxHttpRequest) -> HttpResponse:
     """Pick an assistant; with only one there is nothing to pick. Operators are sent back to their console."""
     end_user = end_user_for_account(request.user)
     if end_user is None:
@@ -98,7 +99,7 @@ def _conversation_context(end_user: EndUser, assistant: Assistant, form: Message
 
 @require_GET
 @login_required
-def conversation(request: HttpRequest, assistant_id: str) -> HttpResponse:
+def conversation(request: HtmxHttpRequest, assistant_id: str) -> HttpResponse:
     end_user, assistant = _pair_or_404(request, assistant_id)
     context = _conversation_context(end_user, assistant, MessageForm())
     return render(request, "chat/conversation.html", context)
@@ -106,7 +107,7 @@ def conversation(request: HttpRequest, assistant_id: str) -> HttpResponse:
 
 @require_POST
 @login_required
-def message_send(request: HttpRequest, assistant_id: str) -> HttpResponse:
+def message_send(request: HtmxHttpRequest, assistant_id: str) -> HttpResponse:
     """Answer one message: HTMX gets the new turn and a fresh form; plain HTML is redirected to the conversation."""
     end_user, assistant = _pair_or_404(request, assistant_id)
     form = MessageForm(request.POST)
@@ -145,13 +146,13 @@ def _failure_text(assistant: Assistant, result: ReplyResult) -> str:
     )
 
 
-def _turn_sent(request: HttpRequest, assistant: Assistant, result: ReplyResult) -> HttpResponse:
+def _turn_sent(request: HtmxHttpRequest, assistant: Assistant, result: ReplyResult) -> HttpResponse:
     context = {"assistant": assistant, "turn": self_service.turn_of(result.reply), "form": MessageForm(), "oob": True}
     return render(request, "chat/conversation.html#sent", context)
 
 
 def _composer_again(
-    request: HttpRequest,
+    request: HtmxHttpRequest,
     end_user: EndUser,
     assistant: Assistant,
     form: MessageForm,
@@ -195,7 +196,7 @@ def _search_of(params: Mapping[str, object]) -> str:
     return "" if text_refusal(search) else search
 
 
-def _memory_context(request: HttpRequest, end_user: EndUser, assistant: Assistant, **extra) -> dict:
+def _memory_context(request: HtmxHttpRequest, end_user: EndUser, assistant: Assistant, **extra) -> dict:
     """The memory page's context, at the pages of each list that the request's query string asks for; with a search
     (`q`), what it found in the end user's own memory, which the page shows instead of the lists."""
     pages = self_service.MemoryPages(**{name: request.GET.get(name) for name in PAGED})
@@ -212,7 +213,7 @@ def _memory_context(request: HttpRequest, end_user: EndUser, assistant: Assistan
 
 @require_GET
 @login_required
-def memory(request: HttpRequest, assistant_id: str) -> HttpResponse:
+def memory(request: HtmxHttpRequest, assistant_id: str) -> HttpResponse:
     """The memory page, a page of each list at a time; HTMX (its pagers) gets the page's body alone."""
     end_user, assistant = _pair_or_404(request, assistant_id)
     template = "chat/memory.html#memory-body" if request.htmx else "chat/memory.html"
@@ -221,20 +222,20 @@ def memory(request: HttpRequest, assistant_id: str) -> HttpResponse:
 
 @require_GET
 @login_required
-def memory_topic(request: HttpRequest, assistant_id: str, segment_id: int) -> HttpResponse:
+def memory_topic(request: HtmxHttpRequest, assistant_id: str, segment_id: int) -> HttpResponse:
     """One topic's turns: the list alone when the memory page opens the topic (HTMX), else a page of its own."""
     end_user, assistant = _pair_or_404(request, assistant_id)
     segment = _own_or_404(segment_get, end_user, assistant=assistant, id=segment_id)
-    context = {"end_user": end_user, "assistant": assistant, "segment": segment}
-    context["pages"] = self_service.topic_pages(segment=segment)
-    context["hidden_note"] = hidden_details_note([segment.summary, *pages_texts(context["pages"])])
+    pages = self_service.topic_pages(segment=segment)
+    context: dict[str, Any] = {"end_user": end_user, "assistant": assistant, "segment": segment, "pages": pages}
+    context["hidden_note"] = hidden_details_note([segment.summary, *pages_texts(pages)])
     context["hold"] = legal_hold_active(end_user=end_user)
     context["memory_query"] = _memory_query(request.GET)  # back to the memory page as it was left
     template = "chat/topic.html#topic-turns" if request.htmx else "chat/topic.html"
     return render(request, template, context)
 
 
-def _memory_changed(request: HttpRequest, end_user: EndUser, assistant: Assistant, note: str) -> HttpResponse:
+def _memory_changed(request: HtmxHttpRequest, end_user: EndUser, assistant: Assistant, note: str) -> HttpResponse:
     """After a change: HTMX gets the page's body again, with the note; plain HTML a redirect to the page."""
     if request.htmx:
         context = _memory_context(request, end_user, assistant, note=note)
@@ -243,7 +244,7 @@ def _memory_changed(request: HttpRequest, end_user: EndUser, assistant: Assistan
     return _back_to_memory(request, assistant)
 
 
-def _back_to_memory(request: HttpRequest, assistant: Assistant) -> HttpResponse:
+def _back_to_memory(request: HtmxHttpRequest, assistant: Assistant) -> HttpResponse:
     """A redirect to the memory page, at the pages the action was taken from."""
     return redirect(reverse("chat:memory", args=[assistant.external_id]) + _memory_query(request.GET))
 
@@ -254,7 +255,7 @@ HOLD_NOTE = (
 )
 
 
-def _forget_refused(request: HttpRequest, end_user: EndUser, assistant: Assistant) -> HttpResponse:
+def _forget_refused(request: HtmxHttpRequest, end_user: EndUser, assistant: Assistant) -> HttpResponse:
     """A forget refused by a legal hold: the memory page again, saying why (HTMX: its body; plain HTML: a redirect)."""
     if request.htmx:
         context = _memory_context(request, end_user, assistant, note=HOLD_NOTE)
@@ -274,14 +275,16 @@ FORGETTABLE = {
 
 @require_GET
 @login_required
-def forget_confirm(request: HttpRequest, assistant_id: str, what: str, item_id: int) -> HttpResponse:
+def forget_confirm(request: HtmxHttpRequest, assistant_id: str, what: str, item_id: int) -> HttpResponse:
     """Before deleting: what forgetting would remove, re-derive and redact (a dry run of the plan the forget runs)."""
     end_user, assistant = _pair_or_404(request, assistant_id)
     if what not in FORGETTABLE:
         raise Http404("No such memory")
     kind_name, url_name, label = FORGETTABLE[what]
     kind = ITEM_KINDS[kind_name]
-    lookup = {"id": item_id} if kind_name == "profile_version" else {"assistant": assistant, "id": item_id}
+    lookup: dict[str, Any] = (
+        {"id": item_id} if kind_name == "profile_version" else {"assistant": assistant, "id": item_id}
+    )
     item = _own_or_404(kind.get, end_user, **lookup)
     context = {"assistant": assistant, "url_name": url_name, "item_id": item_id, "what": label, "slug": what}
     context["impact"] = kind.item_impact(item).describe(kind_name)
@@ -293,7 +296,7 @@ def forget_confirm(request: HttpRequest, assistant_id: str, what: str, item_id: 
 
 @require_POST
 @login_required
-def page_forget(request: HttpRequest, assistant_id: str, page_id: int) -> HttpResponse:
+def page_forget(request: HtmxHttpRequest, assistant_id: str, page_id: int) -> HttpResponse:
     end_user, assistant = _pair_or_404(request, assistant_id)
     page = _own_or_404(page_get, end_user, assistant=assistant, id=page_id)
     try:
@@ -305,7 +308,7 @@ def page_forget(request: HttpRequest, assistant_id: str, page_id: int) -> HttpRe
 
 @require_POST
 @login_required
-def segment_forget(request: HttpRequest, assistant_id: str, segment_id: int) -> HttpResponse:
+def segment_forget(request: HtmxHttpRequest, assistant_id: str, segment_id: int) -> HttpResponse:
     end_user, assistant = _pair_or_404(request, assistant_id)
     segment = _own_or_404(segment_get, end_user, assistant=assistant, id=segment_id)
     try:
@@ -317,7 +320,7 @@ def segment_forget(request: HttpRequest, assistant_id: str, segment_id: int) -> 
 
 @require_POST
 @login_required
-def knowledge_forget(request: HttpRequest, assistant_id: str, entry_id: int) -> HttpResponse:
+def knowledge_forget(request: HtmxHttpRequest, assistant_id: str, entry_id: int) -> HttpResponse:
     end_user, assistant = _pair_or_404(request, assistant_id)
     entry = _own_or_404(knowledge_get, end_user, assistant=assistant, id=entry_id)
     try:
@@ -329,7 +332,7 @@ def knowledge_forget(request: HttpRequest, assistant_id: str, entry_id: int) -> 
 
 @require_POST
 @login_required
-def profile_forget(request: HttpRequest, assistant_id: str, version_id: int) -> HttpResponse:
+def profile_forget(request: HtmxHttpRequest, assistant_id: str, version_id: int) -> HttpResponse:
     end_user, assistant = _pair_or_404(request, assistant_id)
     version = _own_or_404(profile_version_get, end_user, id=version_id)
     try:
@@ -341,7 +344,7 @@ def profile_forget(request: HttpRequest, assistant_id: str, version_id: int) -> 
 
 @require_POST
 @login_required
-def knowledge_correct(request: HttpRequest, assistant_id: str, entry_id: int) -> HttpResponse:
+def knowledge_correct(request: HtmxHttpRequest, assistant_id: str, entry_id: int) -> HttpResponse:
     """Correct a fact; an empty or too long correction shows the form again with the reason."""
     end_user, assistant = _pair_or_404(request, assistant_id)
     entry = _own_or_404(knowledge_get, end_user, assistant=assistant, id=entry_id)
@@ -375,7 +378,7 @@ def _dated_or_404(end_user: EndUser, assistant: Assistant, what: str, item_id: i
 
 @require_POST
 @login_required
-def item_outdated(request: HttpRequest, assistant_id: str, what: str, item_id: int) -> HttpResponse:
+def item_outdated(request: HtmxHttpRequest, assistant_id: str, what: str, item_id: int) -> HttpResponse:
     """Mark one of the end user's facts or turns as no longer true, with what is true now if they say; it stays
     listed as "used to", and is never used as current memory."""
     end_user, assistant = _pair_or_404(request, assistant_id)
@@ -393,7 +396,7 @@ def item_outdated(request: HttpRequest, assistant_id: str, what: str, item_id: i
 
 @require_POST
 @login_required
-def item_current(request: HttpRequest, assistant_id: str, what: str, item_id: int) -> HttpResponse:
+def item_current(request: HtmxHttpRequest, assistant_id: str, what: str, item_id: int) -> HttpResponse:
     """Undo "no longer true" on one of the end user's facts or turns."""
     end_user, assistant = _pair_or_404(request, assistant_id)
     kind, item = _dated_or_404(end_user, assistant, what, item_id)
@@ -403,7 +406,7 @@ def item_current(request: HttpRequest, assistant_id: str, what: str, item_id: in
 
 @require_POST
 @login_required
-def memory_pause(request: HttpRequest, assistant_id: str) -> HttpResponse:
+def memory_pause(request: HtmxHttpRequest, assistant_id: str) -> HttpResponse:
     """Pause memory (turns are still answered, nothing is kept beyond the latest few) or resume it."""
     end_user, assistant = _pair_or_404(request, assistant_id)
     paused = request.POST.get("paused") == "true"
@@ -419,7 +422,7 @@ def memory_pause(request: HttpRequest, assistant_id: str) -> HttpResponse:
 
 @require_POST
 @login_required
-def memory_export(request: HttpRequest, assistant_id: str) -> HttpResponse:
+def memory_export(request: HtmxHttpRequest, assistant_id: str) -> HttpResponse:
     """Download everything remembered about the end user as a zip (a readable page and JSON without vectors); the
     download is recorded in the audit trail."""
     end_user, _ = _pair_or_404(request, assistant_id)

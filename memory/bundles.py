@@ -14,6 +14,7 @@ import zipfile
 from datetime import datetime
 from functools import cache
 from pathlib import Path
+from typing import cast
 
 from django.conf import settings
 from jsonschema import Draft202012Validator, FormatChecker
@@ -141,10 +142,11 @@ def bundle_validate(bundle: object, *, now: datetime) -> None:
     errors = sorted(Draft202012Validator(bundle_schema(), format_checker=FORMATS).iter_errors(bundle), key=_order)
     if errors:
         raise BundleInvalid(errors[0].json_path, errors[0].message)
-    _text_check(bundle)
-    page_spaces = _spaces_check(bundle["memory"], now)
-    _profile_check(bundle["profile_versions"])
-    _knowledge_check(bundle["knowledge"], page_spaces)
+    checked = cast(dict, bundle)  # the schema requires an object
+    _text_check(checked)
+    page_spaces = _spaces_check(checked["memory"], now)
+    _profile_check(checked["profile_versions"])
+    _knowledge_check(checked["knowledge"], page_spaces)
 
 
 def _order(error) -> list[tuple[int, object]]:

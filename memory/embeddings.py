@@ -66,7 +66,7 @@ class LocalEmbedder:
         dimension = (
             getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         )
-        self.dimension = int(dimension())
+        self.dimension = int(dimension())  # type: ignore[arg-type]  # typed Optional; a loaded model has one
         self._lock = threading.Lock()
 
     def embed(self, texts: list[str]) -> np.ndarray:

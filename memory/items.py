@@ -65,7 +65,7 @@ class ItemKind:
         """The actions to offer on `item`: edit, pin or unpin and lock or unlock as its flags stand, outdated or
         current as its validity stands, forget."""
         edit = ["edit"] if self.editable else []
-        dated = [("current" if item.valid_to else "outdated")] if self.dated else []
+        dated = [("current" if item.valid_to else "outdated")] if self.dated else []  # type: ignore[attr-defined]
         return [*edit, *(FLAG_VERBS[flag][getattr(item, flag)] for flag in self.flags), *dated, "forget"]
 
     def item_update(self, item: Model, **changes) -> bool:
@@ -78,10 +78,12 @@ class ItemKind:
     def item_mark(self, item: Model, action: str, **change) -> bool:
         """Mark `item` outdated (actor, reason, replacement, request_id) or current (actor, reason, request_id)."""
         service = {"outdated": self.outdated, "current": self.current}[action]
+        assert service is not None, f"{self.name} is not dated"  # callers check `dated` first
         return service(**{self.param: item}, **change)
 
     def item_review(self, item: Model, **decision) -> Model:
         """Call the review service with the decision (decision, text, reason, actor, request_id)."""
+        assert self.review is not None, f"{self.name} is not reviewable"  # callers check `reviewable` first
         return self.review(**{self.param: item}, **decision)
 
     def item_impact(self, item: Model) -> ForgetImpact:

@@ -14,11 +14,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import openai
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from openai.types.chat import ChatCompletionMessageParam
 
 # Local servers (llama.cpp, vLLM, Ollama) ignore the key, but the client refuses to start without one.
 PLACEHOLDER_API_KEY = "not-needed"
@@ -141,7 +142,7 @@ class LLMClient:
         if json_mode:
             request["response_format"] = {"type": "json_object"}
         try:
-            completion = self.client.chat.completions.create(model=self.model, messages=messages, **request)
+            completion = self.client.chat.completions.create(model=self.model, messages=_typed(messages), **request)
         except openai.OpenAIError as exc:
             raise _error_from(exc) from exc
         return _reply_from(completion)
@@ -158,12 +159,15 @@ class LLMClient:
         the whole text, the assembled tool calls and the tokens it cost (0 when the server sends no usage). Raises
         LLMError for every failure, an empty answer included; pieces already yielded are then not a reply."""
         request = _request_options(max_tokens, temperature, options)
-        request |= {"stream": True, "stream_options": {"include_usage": True}}
+        request |= {"stream_options": {"include_usage": True}}
         pieces: list[str] = []
         calls: dict[int, dict] = {}
         prompt_tokens = completion_tokens = 0
         try:
-            for chunk in self.client.chat.completions.create(model=self.model, messages=messages, **request):
+            chunks = self.client.chat.completions.create(
+                model=self.model, messages=_typed(messages), stream=True, **request
+            )
+            for chunk in chunks:
                 if chunk.usage:
                     prompt_tokens, completion_tokens = chunk.usage.prompt_tokens, chunk.usage.completion_tokens
                 delta = chunk.choices[0].delta if chunk.choices else None
@@ -181,6 +185,11 @@ class LLMClient:
             raise LLMError("the LLM returned an empty answer", retryable=True)
         tool_calls = tuple(calls[index] for index in sorted(calls))
         yield LLMReply(text, prompt_tokens, completion_tokens, tool_calls)
+
+
+def _typed(messages: list[dict]) -> list[ChatCompletionMessageParam]:
+    """The messages as the SDK types them (plain dicts of role and content, which is what its TypedDicts are)."""
+    return cast("list[ChatCompletionMessageParam]", messages)
 
 
 def _request_options(max_tokens: int | None, temperature: float, options: dict | None) -> dict[str, Any]:

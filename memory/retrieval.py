@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from django.conf import settings
@@ -100,7 +100,7 @@ def tenant_vector_pages(*, tenant_id: int, query: str, floor: float, limit: int 
     """page id → cosine, for the tenant's pages (any user's) at least `floor` near `query`, nearest first: the
     console's search across users. One query, beside the question's embedding."""
     vector = _vector_text(embedder_for_store().embed([query])[0])
-    params = {"tenant": tenant_id, "vector": vector, "pool": VECTOR_POOL, "limit": limit}
+    params: dict[str, Any] = {"tenant": tenant_id, "vector": vector, "pool": VECTOR_POOL, "limit": limit}
     with connection.cursor() as cursor:
         cursor.execute(TENANT_VECTOR_SQL, params)
         return {page_id: float(cosine) for page_id, cosine in cursor.fetchall() if cosine >= floor}

@@ -47,7 +47,7 @@ def role_for(user: User, tenant: Tenant) -> Role | None:
     """The user's role in `tenant`, or None when they have none (anonymous users and end users have none)."""
     if not user.is_authenticated:
         return None
-    role = Membership.objects.filter(user=user, tenant=tenant).values_list("role", flat=True).first()
+    role = Membership.objects.filter(user_id=user.pk, tenant=tenant).values_list("role", flat=True).first()
     return Role(role) if role else None
 
 
@@ -67,7 +67,7 @@ def tenant_for_operator_or_404(user: User, slug: str, permission: Permission | s
     if user.is_authenticated:
         # the tenant's personal-data policy comes along: the console masks with it on most screens
         membership = (
-            Membership.objects.filter(user=user, tenant__slug=slug)
+            Membership.objects.filter(user_id=user.pk, tenant__slug=slug)
             .select_related("tenant", "tenant__personal_data_policy")
             .first()
         )
@@ -82,4 +82,4 @@ def memberships_for(user: User) -> list[Membership]:
     """The user's memberships with their tenants, by tenant name (empty for anyone who is not an operator)."""
     if not user.is_authenticated:
         return []
-    return list(Membership.objects.filter(user=user).select_related("tenant").order_by("tenant__name"))
+    return list(Membership.objects.filter(user_id=user.pk).select_related("tenant").order_by("tenant__name"))

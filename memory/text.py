@@ -185,7 +185,9 @@ def split_sentences(text: str) -> list[str]:
 def _is_addressed_name(sentence: str, tokens: list[re.Match[str]], index: int) -> bool:
     """Whether a capitalised token is the listener's name said in passing ("Hey Mel,", "Thanks, Caroline!")."""
     token = tokens[index]
-    after = NEXT_CHAR.match(sentence, token.end()).group(1)
+    next_char = NEXT_CHAR.match(sentence, token.end())
+    assert next_char is not None  # NEXT_CHAR matches anywhere: its characters are optional
+    after = next_char.group(1)
     closes = after == "" or after in ",!?.…-—–"
     ends = after == "" or after in "!?.…"
     if index == 0:

@@ -85,18 +85,22 @@ def _resolve(kind: str, match: re.Match[str], now: datetime) -> TimeRange | None
     year = int(groups["year"]) if groups.get("year") else None
     tz = now.tzinfo
     if kind == "day":
+        assert year is not None and month is not None  # the patterns name both
         try:
             start = datetime(year, month, int(groups["day"]), tzinfo=tz)
         except ValueError:
             return None
         return TimeRange(label=f"{start:%-d %B %Y}", start=start, end=start + timedelta(days=1))
     if kind == "month":
+        assert year is not None and month is not None  # the pattern names both
         start = datetime(year, month, 1, tzinfo=tz)
         end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=tz)
         return TimeRange(label=f"{start:%B %Y}", start=start, end=end)
     if kind == "year":
+        assert year is not None  # the pattern names it
         start = datetime(year, 1, 1, tzinfo=tz)
         return TimeRange(label=str(year), start=start, end=datetime(year + 1, 1, 1, tzinfo=tz))
+    assert month is not None  # any_month's pattern names it
     return TimeRange(label=datetime(2000, month, 1).strftime("%B"), month=month)
 
 

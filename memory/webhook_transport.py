@@ -103,7 +103,7 @@ def _private_name(host: str) -> bool:
 
 def addresses_resolve(host: str, port: int) -> list[str]:
     """Every address `host` resolves to (the resolver; tests may replace it to stand for a name's DNS)."""
-    return list(dict.fromkeys(info[4][0] for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)))
+    return list(dict.fromkeys(str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)))
 
 
 def _address_to_call(host: str, port: int, scheme: str, allow_private: bool) -> str:
@@ -135,12 +135,13 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     """An HTTPS connection to a checked address, verifying the certificate against the host's name."""
 
     def __init__(self, host: str, port: int, *, address: str, timeout: float) -> None:
-        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        self._tls = ssl.create_default_context()
+        super().__init__(host, port, timeout=timeout, context=self._tls)
         self._address = address
 
     def connect(self) -> None:
         sock = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+        self.sock = self._tls.wrap_socket(sock, server_hostname=self.host)
 
 
 def webhook_post(*, url: str, body: bytes, headers: dict[str, str], timeout: float) -> PostResult:
@@ -151,9 +152,10 @@ def webhook_post(*, url: str, body: bytes, headers: dict[str, str], timeout: flo
     try:
         url_check(url)
         port = parts.port or (443 if parts.scheme == "https" else 80)
-        address = _address_to_call(parts.hostname, port, parts.scheme, private_allowed())
+        host = parts.hostname or ""  # url_check refused a URL without one
+        address = _address_to_call(host, port, parts.scheme, private_allowed())
         pinned = _PinnedHTTPSConnection if parts.scheme == "https" else _PinnedHTTPConnection
-        connection = pinned(parts.hostname, port, address=address, timeout=timeout)
+        connection = pinned(host, port, address=address, timeout=timeout)
         connection.request("POST", (parts.path or "/") + (f"?{parts.query}" if parts.query else ""), body, headers)
         response = connection.getresponse()
         response.read(MAX_RESPONSE_BYTES)

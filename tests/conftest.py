@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from django.core.cache import cache
@@ -17,6 +18,29 @@ from tests.receivers import Receiver
 
 # Workers and servers that tests start as processes use the fake embedder's seam or none: no model to warm up.
 os.environ.setdefault("EMBEDDING_WARM_AT_START", "false")
+
+# --- Tiers: `make check` runs `-m "not browser and not process and not slow"`; `make test` runs everything ----------
+
+TESTS = Path(__file__).parent
+# Fixtures that start another process (a server, a worker): a test using one is in the `process` tier.
+PROCESS_FIXTURES = {"site_url"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test's tier from where it lives and what it uses, beside the marks written on tests themselves:
+    everything under tests/browser drives Chromium; a real worker, a load run or a fixture that starts a server is
+    another process; a load run is slow."""
+    for item in items:
+        if (TESTS / "browser") in item.path.parents:
+            item.add_marker(pytest.mark.browser)
+        if (
+            item.get_closest_marker("worker")
+            or item.get_closest_marker("load")
+            or PROCESS_FIXTURES & set(item.fixturenames)
+        ):
+            item.add_marker(pytest.mark.process)
+        if item.get_closest_marker("load"):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session", autouse=True)

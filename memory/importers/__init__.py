@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import zipfile
 from pathlib import Path
+from typing import cast
 
 from django.conf import settings
 
@@ -30,7 +31,7 @@ def bundle_from(source_format: str, data: object, *, external_id: str) -> dict:
     """The bundle of `data`, parsed JSON in `source_format` (a bundle is returned as it is); BundleInvalid if the
     format is unknown or the data malformed."""
     if source_format == BUNDLE:
-        return data
+        return cast(dict, data)  # checked against the bundle schema when imported
     if source_format == "mem0":
         return mem0_bundle(data, external_id=external_id)
     if source_format == "letta":

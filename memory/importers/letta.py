@@ -17,13 +17,13 @@ HUMAN = "human"  # the core-memory block about the person the agent talks to
 
 def letta_bundle(data: object, *, external_id: str) -> dict:
     """The bundle of `data` (a parsed .af) for the end user `external_id`; BundleInvalid if malformed."""
-    data = expect(data, dict, "$", "an agent file (a JSON object with `agents` and `blocks`)")
-    agents = expect(data.get("agents"), list, "$.agents", "a list of agents")
+    agent_file = expect(data, dict, "$", "an agent file (a JSON object with `agents` and `blocks`)")
+    agents = expect(agent_file.get("agents"), list, "$.agents", "a list of agents")
     if len(agents) != 1:
         raise refuse("$.agents", f"holds {len(agents)} agents; import an agent file of one agent")
     agent = expect(agents[0], dict, "$.agents[0]", "an agent")
     bundle = bundle_new(external_id=external_id)
-    human = _human_block(agent, expect(data.get("blocks", []), list, "$.blocks", "a list of blocks"))
+    human = _human_block(agent, expect(agent_file.get("blocks", []), list, "$.blocks", "a list of blocks"))
     if human:
         profile_add(bundle, human, at=None)
     pages = _pages(expect(agent.get("messages", []), list, "$.agents[0].messages", "a list of messages"))

@@ -8,6 +8,8 @@ Formats and what is dropped: docs/importing.md.
 
 from __future__ import annotations
 
+from typing import Any
+
 from memory.importers.common import bundle_new, expect, facts_add, iso_time, refuse, text_at
 
 SYSTEM = "mem0"
@@ -35,6 +37,6 @@ def _fact(memory: dict, path: str) -> dict:
     """A user fact: the memory's text, valid from when it was made; its id names where it came from."""
     memory_id = text_at(memory, "id", path)
     created = iso_time(memory["created_at"], f"{path}.created_at") if memory.get("created_at") else None
-    fact = {"kind": "user", "assistant": None, "text": text_at(memory, "memory", path)}
+    fact: dict[str, Any] = {"kind": "user", "assistant": None, "text": text_at(memory, "memory", path)}
     fact["origin"] = {"system": SYSTEM, "id": memory_id[:200]}
     return fact | ({"valid_from": created, "created_at": created} if created else {})

@@ -11,6 +11,8 @@ server's local time, read as UTC. Formats and what is dropped: docs/importing.md
 
 from __future__ import annotations
 
+from typing import Any
+
 from memory.importers.common import (
     bundle_new,
     expect,
@@ -46,7 +48,7 @@ def memoryos_bundle(files: dict, *, external_id: str, assistant: str = SYSTEM) -
 
 def _short_term(pairs: object, *, first: int) -> list[dict]:
     """The recent QA pairs as short-term pages, after the mid-term ones."""
-    pages = []
+    pages: list[dict] = []
     for index, pair in enumerate(expect(pairs, list, f"{SHORT_TERM}:$", "a list of QA pairs")):
         path = f"{SHORT_TERM}:$[{index}]"
         pair = expect(pair, dict, path, "a QA pair")
@@ -71,7 +73,8 @@ def _mid_term(data: object) -> tuple[list[dict], list[dict]]:
         f"{MID_TERM}:$.sessions",
         "an object of sessions",
     )
-    segments, rows = [], []
+    segments: list[dict] = []
+    rows: list[tuple[dict, str, int]] = []
     for key, session in sessions.items():
         path = f"{MID_TERM}:$.sessions.{key}"
         session = expect(session, dict, path, "a session")
@@ -128,18 +131,18 @@ def _chains(pages: list[dict], sources: list[dict]) -> None:
 def _long_term(bundle: dict, data: object, assistant: str) -> None:
     """The user's profile as a profile version; user knowledge as user facts, assistant knowledge as the
     assistant's, each valid from when it was recorded."""
-    data = expect(data, dict, f"{LONG_TERM}:$", "an object")
-    profiles = expect(data.get("user_profiles", {}), dict, f"{LONG_TERM}:$.user_profiles", "an object of profiles")
+    long_term = expect(data, dict, f"{LONG_TERM}:$", "an object")
+    profiles = expect(long_term.get("user_profiles", {}), dict, f"{LONG_TERM}:$.user_profiles", "an object of profiles")
     for key, profile in profiles.items():
         path = f"{LONG_TERM}:$.user_profiles.{key}"
         text = text_at(expect(profile, dict, path, "a profile"), "data", path, required=False)
         if text and text.lower() != "none":
             at = profile.get("last_updated")
             profile_add(bundle, text, at=iso_time(at, f"{path}.last_updated", naive_format=TIME) if at else None)
-    facts_add(bundle, _facts(data.get("knowledge_base", []), "knowledge_base", kind="user", assistant=None))
+    facts_add(bundle, _facts(long_term.get("knowledge_base", []), "knowledge_base", kind="user", assistant=None))
     facts_add(
         bundle,
-        _facts(data.get("assistant_knowledge", []), "assistant_knowledge", kind="assistant", assistant=assistant),
+        _facts(long_term.get("assistant_knowledge", []), "assistant_knowledge", kind="assistant", assistant=assistant),
     )
 
 
@@ -148,7 +151,7 @@ def _facts(entries: object, key: str, *, kind: str, assistant: str | None) -> li
     for index, entry in enumerate(expect(entries, list, f"{LONG_TERM}:$.{key}", "a list of knowledge")):
         path = f"{LONG_TERM}:$.{key}[{index}]"
         entry = expect(entry, dict, path, "a knowledge entry")
-        fact = {"kind": kind, "assistant": assistant, "text": text_at(entry, "knowledge", path)}
+        fact: dict[str, Any] = {"kind": kind, "assistant": assistant, "text": text_at(entry, "knowledge", path)}
         fact["origin"] = {"system": SYSTEM, "id": f"{key}[{index}]"}
         if entry.get("timestamp"):
             at = iso_time(entry["timestamp"], f"{path}.timestamp", naive_format=TIME)

@@ -8,6 +8,7 @@ fixed per tab whatever the size of memory (pinned in tests/dashboard/test_case_v
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.core import paginator
 from django.db.models import IntegerField, Q, Subquery
@@ -152,7 +153,7 @@ class ChatTurn:
     used: ReplyMemory
 
 
-def _items_used(space: MemorySpace, replies: list[ChatReply]) -> dict[str, dict[int, object]]:
+def _items_used(space: MemorySpace, replies: list[ChatReply]) -> dict[str, dict[int, Any]]:
     """Every item any of `replies` used, by kind and id; four queries, scoped to the space and its user."""
     wanted: dict[str, set[int]] = {"pages": set(), "segments": set(), "knowledge": set(), "profiles": set()}
     for reply in replies:
@@ -169,7 +170,7 @@ def _items_used(space: MemorySpace, replies: list[ChatReply]) -> dict[str, dict[
     return {kind: (qs.in_bulk(list(wanted[kind])) if wanted[kind] else {}) for kind, qs in querysets.items()}
 
 
-def _reply_memory(reply: ChatReply, items: dict[str, dict[int, object]]) -> ReplyMemory:
+def _reply_memory(reply: ChatReply, items: dict[str, dict[int, Any]]) -> ReplyMemory:
     ids = memory_used_ids(reply.memory_used or {})
     memory = ReplyMemory()
     pages, segments, knowledge, profiles = (items[k] for k in ("pages", "segments", "knowledge", "profiles"))
@@ -189,7 +190,7 @@ def chat_turns_page(*, space: MemorySpace, number, per_page: int) -> paginator.P
     six queries (the count, the replies with their pages, four for the items) however many replies and items."""
     replies = ChatReply.objects.filter(space=space, status=ReplyStatus.DONE).select_related("page")
     replies = replies.defer("page__embedding", "page__topic_embedding").order_by("-created_at", "-id")
-    page = paginator.Paginator(replies, per_page).get_page(number)
+    page: paginator.Page[Any] = paginator.Paginator(replies, per_page).get_page(number)  # its rows become turns
     shown = list(page.object_list)
     items = _items_used(space, shown)
     page.object_list = [ChatTurn(reply=reply, used=_reply_memory(reply, items)) for reply in shown]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -124,7 +125,7 @@ def end_users_page(
         ordered = matching.annotate(hottest_heat=Max(heat_sql(now, "memory_spaces__segments__")))
     pager = paginator.Paginator(ordered.order_by(*ordering).values_list("pk", flat=True), per_page)
     pager.count = matching.count()  # counting needs no heat (count is a cached_property: this sets its value)
-    page = pager.get_page(number)
+    page: paginator.Page[Any] = pager.get_page(number)  # of ids, then of their rows
     rows = _with_figures(EndUser.objects.filter(pk__in=list(page.object_list)), now).order_by(*ordering)
     page.object_list = list(rows)
     return page

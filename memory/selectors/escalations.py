@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Min, QuerySet
+from django.db.models import Count, Min, Model, QuerySet
 
 from memory.models import Escalation, EscalationState, KnowledgeEntry, Page, ProfileVersion, Segment, Tenant
 
@@ -50,11 +50,12 @@ def escalation_targets(escalations: Iterable[Escalation]) -> list[Escalation]:
     wanted: dict[str, set[int]] = defaultdict(set)
     for escalation in escalations:
         wanted[escalation.target_type].add(escalation.target_id)
-    found = {}
+    found: dict[tuple[str, int], Model] = {}
     for kind, ids in wanted.items():
         model = TARGET_MODELS.get(kind)
         if model is not None:
             found |= {(kind, item.pk): item for item in model.objects.filter(pk__in=ids).without_vectors()}
     for escalation in escalations:
-        escalation.target = found.get((escalation.target_type, escalation.target_id))
+        target = found.get((escalation.target_type, escalation.target_id))
+        escalation.target = target  # type: ignore[attr-defined]  # not a column: set here for the screens
     return escalations

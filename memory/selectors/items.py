@@ -14,6 +14,7 @@ arguments narrow either one; None means "any":
 from __future__ import annotations
 
 import re
+from typing import Any, TypeVar
 
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.db import connection
@@ -31,7 +32,7 @@ from memory.models import (
     Segment,
     Tenant,
 )
-from memory.models.tiers import KnowledgeKind
+from memory.models.tiers import KnowledgeKind, VectorQuerySet
 
 
 def correlated_count(queryset: QuerySet, outer_path: str) -> Coalesce:
@@ -50,7 +51,10 @@ def segment_page_count() -> Coalesce:
     return correlated_count(Page.objects.all(), "segment")
 
 
-def _narrowed(queryset: QuerySet, **lookups) -> QuerySet:
+_Rows = TypeVar("_Rows", bound=QuerySet)  # a queryset keeps its class (VectorQuerySet) when narrowed
+
+
+def _narrowed(queryset: _Rows, **lookups) -> _Rows:
     """`queryset` filtered by every lookup whose value is not None."""
     return queryset.filter(**{lookup: value for lookup, value in lookups.items() if value is not None})
 
@@ -68,7 +72,7 @@ def page_list(
     tier: str | None = None,
     segment_id: int | None = None,
     pinned: bool | None = None,
-) -> QuerySet[Page]:
+) -> VectorQuerySet:  # of Page
     """The tenant's pages, newest first, with their owner and assistant."""
     pages = Page.objects.filter(space__tenant=tenant).select_related("space__end_user", "space__assistant")
     pages = pages.without_vectors()
@@ -251,7 +255,7 @@ SELECT query.text, ARRAY(
 def _search_keys(text: str, *, end_user: EndUser, assistant: Assistant | None) -> list[int] | None:
     """The search keys of the words of `text` as a web-style query in the user's memory spaces (with `assistant`,
     its space only); None when the query holds a negation (or no word), as such a query cannot be narrowed."""
-    params = {"text": text, "user": end_user.pk, "assistant": assistant.pk if assistant else None}
+    params: dict[str, Any] = {"text": text, "user": end_user.pk, "assistant": assistant.pk if assistant else None}
     with connection.cursor() as cursor:
         cursor.execute(SEARCH_KEYS_SQL.format(space=MemorySpace._meta.db_table), params)
         query, keys = cursor.fetchone()

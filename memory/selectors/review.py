@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from django.db.models import Prefetch, QuerySet
 
 from memory.models import KnowledgeEntry, Page, PersonalDataScan, ProfileVersion, ReviewState, Tenant
@@ -11,7 +13,10 @@ SOURCE_PAGES = Prefetch(
 )
 
 
-def _of_user(items: QuerySet, user_external_id: str | None) -> QuerySet:
+_Rows = TypeVar("_Rows", bound=QuerySet)  # a queryset keeps its class (VectorQuerySet) when narrowed
+
+
+def _of_user(items: _Rows, user_external_id: str | None) -> _Rows:
     return items if user_external_id is None else items.filter(end_user__external_id=user_external_id)
 
 

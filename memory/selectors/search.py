@@ -15,7 +15,7 @@ from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.core import paginator
 from django.db import connection
-from django.db.models import Case, F, FloatField, Q, Value, When
+from django.db.models import Case, Expression, F, FloatField, Q, Value, When
 from django.utils import timezone
 
 from memory.models import Page, Tenant
@@ -80,7 +80,7 @@ def tenant_search(*, tenant: Tenant, query: str, number, per_page: int) -> Tenan
         return found
     words = prefix_query(found.prefixes)
     near = tenant_vector_pages(tenant_id=tenant.pk, query=query, floor=settings.MEMORY_VISIT_RELEVANCE)
-    cosine = Value(0.0, output_field=FloatField())
+    cosine: Expression = Value(0.0, output_field=FloatField())
     if near:
         cosine = Case(*(When(id=i, then=Value(c)) for i, c in near.items()), default=cosine, output_field=FloatField())
     pages = (
@@ -109,7 +109,7 @@ def space_search_pages(*, space: MemorySpace, query: str, prefixes: list[str], l
     text = query.strip()
     scores = _retrieval_scores(space, text)
     matched = Q(user_message__icontains=text) | Q(assistant_reply__icontains=text) | Q(id__in=list(scores))
-    rank = Value(0.0, output_field=FloatField())
+    rank: Expression = Value(0.0, output_field=FloatField())
     if prefixes:
         words = prefix_query(prefixes)
         matched |= Q(search=words)

@@ -140,6 +140,7 @@ def conversation_recent(*, space: MemorySpace | None, limit: int) -> list[Turn]:
 def turn_of(reply: ChatReply) -> Turn:
     """The turn a reply that is done became, explained (for appending it to the conversation)."""
     page = reply.page
+    assert page is not None  # a done reply has its page
     return Turn(page, reply, memory_used_explained(space=reply.space, replies=[reply])[reply.id])
 
 

@@ -11,4 +11,4 @@ def end_user_for_account(user: AbstractBaseUser | AnonymousUser) -> EndUser | No
     """The end user who logs in as `user`, with their tenant; None for anyone else."""
     if not user.is_authenticated:
         return None
-    return EndUser.objects.filter(account=user, is_active=True).select_related("tenant").first()
+    return EndUser.objects.filter(account_id=user.pk, is_active=True).select_related("tenant").first()

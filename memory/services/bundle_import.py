@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from django.db import transaction
@@ -558,7 +559,7 @@ def _promotions_queue(space: MemorySpace) -> None:
     hot = hot_segment_ids(space_id=space.pk, now=timezone.now())
     jobs_due(kind=JobKind.PROMOTION, target_ids=hot)
     for segment_id in hot:
-        transaction.on_commit(lambda sid=segment_id: segment_promote_task.delay(sid))
+        transaction.on_commit(partial(segment_promote_task.delay, segment_id))
 
 
 def _optional_timestamp(value: str | None):

@@ -315,7 +315,7 @@ def data_subject_requests_due_soon_emit(*, now: datetime | None = None) -> int:
 
 def _due_soon_event(request: DataSubjectRequest) -> Event:
     """Ids, kind, status and deadline; the subject's external id only while they are not erased."""
-    deadline = request.deadline_at.isoformat()
+    deadline = request.deadline.isoformat()  # the annotated deadline_at, as the model computes it
     data = {"request_id": request.pk, "kind": request.kind, "status": request.status, "due_at": deadline}
     data |= {"user": request.external_id} if request.end_user_id else {}
     return Event("dsr.due_soon", data, subject_id=request.end_user_id, key=f"dsr.due_soon:{request.pk}:{deadline}")

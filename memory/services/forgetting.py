@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -497,6 +498,12 @@ def plan_profile_version_forget(*, version: ProfileVersion) -> ForgetPlan:
 DELETE_ORDER = (IdempotentRequest, KnowledgeEntry, ProfileVersion, Page, Segment)
 
 
+def _files_delete(paths: Iterable[Path]) -> None:
+    """Delete each file that is still there (after the transaction that forgot it commits)."""
+    for path in paths:
+        path.unlink(missing_ok=True)
+
+
 def plan_apply(
     plan: ForgetPlan, *, item: Model | None, actor: Actor, reason: str, request_id: str, action: str = ""
 ) -> ForgetImpact:
@@ -529,7 +536,7 @@ def plan_apply(
     if plan.profile_stale:
         _profile_mark_stale(plan.end_user)
     paths = [path for path in plan.export_paths if path]
-    transaction.on_commit(lambda: [Path(path).unlink(missing_ok=True) for path in paths])
+    transaction.on_commit(partial(_files_delete, [Path(path) for path in paths]))
     _forgotten_emit(plan, item, action or f"{item.item_kind}.forget")
     return plan.impact
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
 from django.db import OperationalError, transaction
-from django.db.models import Prefetch
+from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
 from memory.models import (
@@ -202,7 +204,7 @@ def user_export_data(*, end_user: EndUser) -> dict:
 # --- Erasure --------------------------------------------------------------------------------------------------
 
 
-def _querysets(end_user: EndUser) -> dict[str, object]:
+def _querysets(end_user: EndUser) -> dict[str, QuerySet]:
     """Every row about the end user, by table, in an order that deletes cleanly."""
     spaces = MemorySpace.objects.filter(end_user=end_user)
     return {
@@ -342,6 +344,12 @@ def _lock(end_user: EndUser) -> None:
     list(MemorySpace.objects.select_for_update().filter(end_user=end_user).order_by("id").values_list("pk", flat=True))
 
 
+def _files_delete(paths: Iterable[Path]) -> None:
+    """Delete each file that is still there (after the transaction that forgot it commits)."""
+    for path in paths:
+        path.unlink(missing_ok=True)
+
+
 def _export_files(end_user: EndUser) -> list[Path]:
     """Every export file of the user: those recorded on their jobs, and any a running build may have written."""
     jobs = list(ExportJob.objects.filter(end_user=end_user).values_list("pk", "file_path"))
@@ -372,7 +380,7 @@ def _erase_locked(end_user: EndUser, *, actor: Actor, legal_basis: str, reason: 
     if account_id:
         Session.objects.filter(session_key__in=_sessions_of(account_id)).delete()
         get_user_model().objects.filter(pk=account_id).delete()
-    transaction.on_commit(lambda: [f.unlink(missing_ok=True) for f in export_files])
+    transaction.on_commit(partial(_files_delete, export_files))
     receipt = _receipt_create(
         tenant=tenant,
         subject_id=subject_id,

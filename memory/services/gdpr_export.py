@@ -137,9 +137,10 @@ def export_build(*, job_id: int, now: datetime | None = None) -> ExportJob | Non
         # delete it (an erasure may already have swept the folder); remove it here.
         path.unlink(missing_ok=True)
         return None
-    user = job.end_user.external_id
+    user = job.end_user.external_id if job.end_user else ""
     job.refresh_from_db()
-    data = {"user": user, "export_id": job.pk, "expires_at": job.expires_at.isoformat()}
+    expires = job.expires_at.isoformat() if job.expires_at else None
+    data = {"user": user, "export_id": job.pk, "expires_at": expires}
     webhook_event_emit(tenant_id=job.tenant_id, type="export.ready", data=data, subject_id=job.end_user_id)
     return job
 

@@ -33,7 +33,7 @@ class Claim:
     """A claimed request; `replay` holds the stored (status, body) when the key was already answered."""
 
     request: IdempotentRequest
-    replay: tuple[int, dict] | None = None
+    replay: tuple[int, dict | None] | None = None
 
 
 def request_fingerprint(data) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -168,7 +169,7 @@ def _imports_requeue(now: datetime) -> int:
     ids = list(MemoryImport.objects.filter(stale, lease_until__lt=now).values_list("pk", flat=True))
     for import_id in ids:
         MemoryImport.objects.filter(pk=import_id, status=ImportStatus.QUEUED).update(lease_until=lease_end(now))
-        transaction.on_commit(lambda import_id=import_id: memory_import_run_task.delay(import_id))
+        transaction.on_commit(partial(memory_import_run_task.delay, import_id))
     return len(ids)
 
 
@@ -190,7 +191,7 @@ def _placements_requeue(now: datetime) -> int:
     JobLease.objects.filter(kind=JobKind.PLACEMENT, lease_until__lt=now).exclude(target_id__in=pending_spaces).delete()
     for space_id, page_id in rows:
         _requeued(JobKind.PLACEMENT, space_id, now)
-        transaction.on_commit(lambda page_id=page_id: stm_overflow_task.delay(page_id))
+        transaction.on_commit(partial(stm_overflow_task.delay, page_id))
     return len(rows)
 
 
@@ -202,7 +203,7 @@ def _promotions_requeue(now: datetime) -> int:
     )
     for segment_id in segment_ids:
         _requeued(JobKind.PROMOTION, segment_id, now)
-        transaction.on_commit(lambda segment_id=segment_id: segment_promote_task.delay(segment_id))
+        transaction.on_commit(partial(segment_promote_task.delay, segment_id))
     return len(segment_ids)
 
 
@@ -217,7 +218,7 @@ def _rederivations_requeue(now: datetime) -> int:
     end_user_ids = sorted(set(expired) | set(untracked.values_list("end_user_id", flat=True)))
     for end_user_id in end_user_ids:
         _requeued(JobKind.REDERIVE, end_user_id, now)
-        transaction.on_commit(lambda end_user_id=end_user_id: profile_rederive_task.delay(end_user_id))
+        transaction.on_commit(partial(profile_rederive_task.delay, end_user_id))
     return len(end_user_ids)
 
 
@@ -255,7 +256,7 @@ def _exports_requeue(now: datetime) -> int:
     stuck.filter(pk__in=job_ids, status=JobStatus.RUNNING).update(status=JobStatus.RETRYING)
     ExportJob.objects.filter(pk__in=job_ids).update(lease_until=lease_end(now))
     for job_id in job_ids:
-        transaction.on_commit(lambda job_id=job_id: export_build_task.delay(job_id))
+        transaction.on_commit(partial(export_build_task.delay, job_id))
     return len(job_ids)
 
 

@@ -27,8 +27,9 @@ def page_vectors_embed(*, embedder: Embedder, texts: Sequence[str]) -> list[Page
     """
     spans = [passage_spans(text) for text in texts]
     inputs = [*texts, *(text[start:end] for text, found in zip(texts, spans, strict=True) for start, end in found)]
-    vectors = embedder.embed(inputs) if inputs else []
-    result, at = [], len(texts)
+    vectors = embedder.embed(inputs) if inputs else np.empty((0, 0))
+    result: list[PageVectors] = []
+    at = len(texts)
     for index, found in enumerate(spans):
         passages = [(start, end, vectors[at + i]) for i, (start, end) in enumerate(found)]
         result.append(PageVectors(vector=vectors[index], passages=passages))

@@ -20,7 +20,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
 from memory.models import (
@@ -356,7 +356,7 @@ def personal_data_scan_start(*, tenant: Tenant, actor: Actor, request_id: str = 
     return scan
 
 
-def _tables(tenant_id: int) -> list[tuple[str, object, list[str]]]:
+def _tables(tenant_id: int) -> list[tuple[str, QuerySet, list[str]]]:
     """(name, the tenant's rows, the text columns) for every table that holds memory text."""
     return [
         ("page", Page.objects.filter(space__tenant_id=tenant_id), ["user_message", "assistant_reply"]),

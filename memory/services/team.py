@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User  # the default user model (no AUTH_USER_MODEL is set)
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
@@ -51,7 +51,7 @@ def _email(email: str) -> str:
     return email
 
 
-def _account_for(email: str) -> tuple[AbstractUser, bool]:
+def _account_for(email: str) -> tuple[User, bool]:
     """The login account of `email` (by username, then by address), created with an unusable password if none."""
     users = get_user_model().objects
     account = users.filter(username__iexact=email).first() or users.filter(email__iexact=email).order_by("pk").first()

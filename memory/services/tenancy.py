@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User  # the default user model (no AUTH_USER_MODEL is set)
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -108,7 +108,7 @@ def end_user_create(
 
 
 @transaction.atomic
-def operator_create(*, username: str, password: str | None, tenant: Tenant, role: Role | str) -> AbstractUser:
+def operator_create(*, username: str, password: str | None, tenant: Tenant, role: Role | str) -> User:
     """The operator account `username` with `role` in `tenant`, created or updated.
 
     Sets the password when one is given; replaces an existing role in that tenant. Idempotent.
@@ -120,7 +120,7 @@ def operator_create(*, username: str, password: str | None, tenant: Tenant, role
     return account
 
 
-def _account(*, username: str, password: str | None, email: str = "") -> AbstractUser:
+def _account(*, username: str, password: str | None, email: str = "") -> User:
     validate_username(username)
     account, created = get_user_model().objects.get_or_create(username=username, defaults={"email": email})
     if password is None:

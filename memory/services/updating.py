@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 
 import numpy as np
 from django.conf import settings
@@ -422,7 +423,7 @@ def _queue_promotions(segment_ids: list[int]) -> None:
 
     jobs_due(kind=JobKind.PROMOTION, target_ids=segment_ids)
     for segment_id in segment_ids:
-        transaction.on_commit(lambda sid=segment_id: segment_promote_task.delay(sid))
+        transaction.on_commit(partial(segment_promote_task.delay, segment_id))
 
 
 def _placement_rerun(space_id: int) -> None:

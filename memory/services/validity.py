@@ -97,7 +97,8 @@ def knowledge_mark_outdated(
     if not _mark_outdated(entry, actor=actor, reason=reason, replacement=replacement, now=now, request_id=request_id):
         return False
     owner = entry.end_user
-    data = {"user": owner.external_id, "item": fact_item(entry), "valid_to": entry.valid_to.isoformat()}
+    valid_to = entry.valid_to.isoformat() if entry.valid_to else None
+    data = {"user": owner.external_id, "item": fact_item(entry), "valid_to": valid_to}
     data |= {"replacement": entry.outdated_note} if entry.outdated_note else {}
     webhook_event_emit(tenant_id=owner.tenant_id, type="fact.outdated", data=data, subject_id=owner.pk)
     return True

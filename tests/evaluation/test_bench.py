@@ -86,6 +86,7 @@ def test_the_task_clock_subtracts_a_nested_task_from_its_parent(monkeypatch):
     assert clock.take_top_level_ms() == 0.0
 
 
+@pytest.mark.slow  # a bench run, small
 @pytest.mark.django_db(transaction=True)
 def test_a_small_bench_run_writes_every_figure_and_removes_its_tenant(tmp_path, settings):
     settings.MEMORY_MTM_CAPACITY = 6
@@ -132,6 +133,7 @@ def test_a_small_bench_run_writes_every_figure_and_removes_its_tenant(tmp_path, 
     assert Page.objects.count() == Segment.objects.count() == KnowledgeEntry.objects.count() == 0
 
 
+@pytest.mark.slow  # a bench run, small
 @pytest.mark.django_db(transaction=True)
 def test_a_kept_bench_tenant_holds_full_users(tmp_path, settings):
     settings.MEMORY_MTM_CAPACITY = 4
@@ -156,6 +158,7 @@ def test_a_kept_bench_tenant_holds_full_users(tmp_path, settings):
     assert Page.objects.filter(space=space).filter(embedding__isnull=False).count() > 0
 
 
+@pytest.mark.slow  # a bench run, small
 @pytest.mark.django_db(transaction=True)
 def test_a_kept_tenant_is_measured_again_without_building_new_users(tmp_path, settings):
     settings.MEMORY_MTM_CAPACITY = 4

@@ -27,6 +27,7 @@ def test_a_replay_longer_than_the_data_starts_again_later_in_time():
 
 
 @needs_locomo
+@pytest.mark.slow  # a bench run, small
 @pytest.mark.django_db(transaction=True)
 def test_an_ingest_run_reports_cost_growth_and_calls_per_turn_and_removes_its_tenant(tmp_path, settings):
     settings.MEMORY_PLACEMENT_BATCH = 2
@@ -50,6 +51,7 @@ def test_an_ingest_run_reports_cost_growth_and_calls_per_turn_and_removes_its_te
 
 
 @needs_locomo
+@pytest.mark.slow  # a bench run, small
 @pytest.mark.django_db(transaction=True)
 def test_with_topics_from_each_page_the_replay_reports_segments_closer_within_than_between(tmp_path):
     out = tmp_path / "locomo.json"

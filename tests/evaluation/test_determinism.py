@@ -46,6 +46,7 @@ def _rankings(space: MemorySpace, questions: list[str]) -> list[list[tuple[int, 
     ]
 
 
+@pytest.mark.slow  # a bench run, small
 @pytest.mark.skipif(not LOCOMO_DEV.exists(), reason=f"LoCoMo dev split not found at {LOCOMO_DEV}")
 def test_ingesting_a_conversation_twice_gives_identical_segments_and_rankings(db, django_capture_on_commit_callbacks):
     sample = _sample()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
 from evaluation import devsets, fusion_study
 from evaluation.locomo_eval import conversation_ingest
@@ -14,6 +15,7 @@ from memory.services.embedding_state import embedder_for_store
 from memory.services.tenancy import tenant_create
 
 
+@pytest.mark.slow  # the fusion study over its question sets, small
 def test_the_study_ranks_each_question_as_retrieve_does_under_each_setting(db, django_capture_on_commit_callbacks):
     sample = devsets.assistant_facts(seed=2, conversations=1)[0]
     tenant = tenant_create(slug="study", name="study")

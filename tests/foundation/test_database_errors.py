@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.foundation.processes import child_env, manage
 
 UNREACHABLE = "postgres://u:secret@127.0.0.1:1/x"
+
+pytestmark = pytest.mark.process  # each test runs manage.py as a process
 
 
 def test_migrate_against_an_unreachable_server_fails_with_one_line():

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import secrets
 
+import pytest
+
 from tests.foundation.processes import child_env, manage
+
+pytestmark = pytest.mark.process  # each test runs manage.py as a process
 
 
 def test_check_deploy_is_clean_with_production_settings():

@@ -62,6 +62,7 @@ def var_dir(tmp_path):
     stop(tmp_path / "var")
 
 
+@pytest.mark.process
 def test_a_command_that_needs_no_database_starts_none(var_dir):
     result = manage(var_dir, "check")
     assert result.returncode == 0, result.stderr

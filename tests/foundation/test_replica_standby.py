@@ -21,7 +21,11 @@ from memoryos_site.routers import PRIMARY_COOKIE, REPLICA
 from tests import builders
 from tests.foundation.replica_server import Standby
 
-pytestmark = [pytest.mark.django_db(transaction=True, databases=[DEFAULT_DB_ALIAS, REPLICA]), pytest.mark.slow]
+pytestmark = [
+    pytest.mark.django_db(transaction=True, databases=[DEFAULT_DB_ALIAS, REPLICA]),
+    pytest.mark.slow,
+    pytest.mark.process,  # a standby PostgreSQL
+]
 
 PIN_CHIP = b'class="chip chip-pin"'
 

@@ -23,6 +23,7 @@ from tests.foundation.processes import (
 )
 
 
+@pytest.mark.process
 def test_a_taken_port_is_one_line_naming_the_port_and_how_to_choose_another():
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
@@ -39,6 +40,7 @@ def test_a_taken_port_is_one_line_naming_the_port_and_how_to_choose_another():
     assert "Traceback" not in error
 
 
+@pytest.mark.process
 def test_check_only_checks_the_port():
     result = manage("serve", "--check", env=child_env(PORT=str(free_port())))
 
@@ -46,6 +48,7 @@ def test_check_only_checks_the_port():
     assert result.stdout == ""
 
 
+@pytest.mark.process
 def test_a_port_that_is_not_a_number_is_refused():
     result = manage("serve", "--check", env=child_env(PORT="eighty"))
 

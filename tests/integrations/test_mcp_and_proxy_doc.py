@@ -20,7 +20,7 @@ from tests.integrations.mcp_clients import call, run, stdio_session
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrating.md"
 PYTHON = ".venv/bin/python"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.process]  # the examples start the MCP server and the site
 
 
 def blocks(heading: str, language: str) -> list[str]:

@@ -22,7 +22,7 @@ from tests.foundation.processes import REPO, answers, child_env, database_url_fo
 from tests.integrations.conftest import make_token, server_env
 from tests.integrations.mcp_clients import call, http_session, run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.process]  # the MCP server runs as a process
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from tests.foundation.processes import child_env, database_url_for_children, man
 from tests.integrations.conftest import server_env
 from tests.integrations.mcp_clients import call, read, run, stdio_session
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.process]  # the MCP server runs as a process
 
 TOOLS = {"memory_retrieve", "memory_record_turn", "memory_chat", "profile_get", "memory_search", "memory_forget"}
 

@@ -43,6 +43,7 @@ def a_long_turn(space):
     return page_before(BEFORE, space=space, segment=segment, **fields)
 
 
+@pytest.mark.slow  # migrates the test database back to before the migration and forward again
 @pytest.mark.django_db(transaction=True)
 def test_a_page_stored_before_is_written_again_with_its_texts_in_the_row(space):
     try:

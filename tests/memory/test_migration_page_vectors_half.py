@@ -38,6 +38,7 @@ def stored(page_id: int) -> dict:
     return {"types": (types, topic_type), "size": size, "vectors": values, "bits match": bits_match}
 
 
+@pytest.mark.slow  # migrates the test database back to before the migration and forward again
 @pytest.mark.django_db(transaction=True)
 def test_page_vectors_stored_before_are_kept_in_half_precision_with_their_bits_computed_again(space):
     embedding, topic = unit_vector(1), unit_vector(2)

@@ -22,6 +22,7 @@ def _page_columns() -> set[str]:
         return {column.name for column in connection.introspection.get_table_description(cursor, "memory_page")}
 
 
+@pytest.mark.slow  # migrates the test database back to before the migration and forward again
 @pytest.mark.django_db(transaction=True)
 def test_pages_stored_before_the_migration_are_found_by_their_words(space):
     segment = builders.segment_with_pages(space, summary="bread", messages=["baking sourdough bread at home"])

@@ -19,6 +19,7 @@ def _column(page_id: int, expression: str):
         return cursor.fetchone()[0]
 
 
+@pytest.mark.slow  # migrates the test database back to before the migration and forward again
 @pytest.mark.django_db(transaction=True)
 def test_pages_stored_before_the_migration_are_found_by_space_and_by_binary_vector(space):
     segment = builders.segment_with_pages(space, summary="bread", messages=["baking sourdough bread at home"])

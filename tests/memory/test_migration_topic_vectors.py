@@ -14,6 +14,7 @@ from tests.memory.migrating import migrate as _migrate
 BEFORE = [("memory", "0017_retrieval_pages_rewritten_inline")]
 
 
+@pytest.mark.slow  # migrates the test database back to before the migration and forward again
 @pytest.mark.django_db(transaction=True)
 def test_copies_of_the_page_vector_are_cleared_and_summary_vectors_kept(space):
     segment = builders.segment_with_pages(space, summary="bread", messages=["baking sourdough bread", "rye loaves"])
