@@ -165,11 +165,14 @@ def connections_named(env: dict[str, str]) -> dict[str, str]:
     return {**env, "PYTHONPATH": path}
 
 
-def connections_open() -> int:
-    """Connections to this test database, other than this process's own."""
+def connections_open(*, named: str = "") -> int:
+    """Connections to this test database, other than this process's own; with `named`, only those whose
+    application_name starts with it (`connections_named`: "web:" for the web server's, "worker:" for the worker's)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+            "AND starts_with(coalesce(application_name, ''), %s)",
+            [named],
         )
         return cursor.fetchone()[0]
 
@@ -184,13 +187,14 @@ def connections_listed() -> list[tuple]:
         return cursor.fetchall()
 
 
-def steady_count(*, unchanged_for: float = 3, longest: float = 30) -> int:
-    """The connection count once it has not changed for `unchanged_for` seconds (or after `longest`)."""
+def steady_count(*, unchanged_for: float = 3, longest: float = 30, named: str = "") -> int:
+    """The connection count (see `connections_open`) once it has not changed for `unchanged_for` seconds (or after
+    `longest`)."""
     deadline = time.monotonic() + longest
-    count, since = connections_open(), time.monotonic()
+    count, since = connections_open(named=named), time.monotonic()
     while time.monotonic() - since < unchanged_for and time.monotonic() < deadline:
         time.sleep(0.5)
-        now = connections_open()
+        now = connections_open(named=named)
         if now != count:
             count, since = now, time.monotonic()
     return count
