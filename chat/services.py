@@ -24,13 +24,22 @@ from django.utils import timezone
 from chat.offline import offline_memory_used, offline_reply
 from chat.prompt import Prompt, memory_used, prompt_build
 from memory.llm import LLMError, LLMReply, ToolCallDeltas, get_llm
-from memory.models import Assistant, ChatReply, EndUser, MemorySpace, ReplyStatus
+from memory.models import (
+    Assistant,
+    ChatReply,
+    EndUser,
+    MemorySpace,
+    PersonalDataAction,
+    PersonalDataPolicy,
+    ReplyStatus,
+)
 from memory.models.tiers import PageSource, ReplySource
 from memory.retrieval import RetrievalResult, retrieve
 from memory.services.audit import Actor
 from memory.services.governance import reply_memory_record
 from memory.services.heat_samples import segment_visits_queue
-from memory.services.personal_data import prompt_redactor
+from memory.services.personal_data import redactor_for
+from memory.services.personal_data_policy import personal_data_policy_get
 from memory.services.replies import chat_reply_claim, chat_reply_complete, chat_reply_fail
 from memory.services.turns import InvalidTurn, end_user_closed_check, space_get_or_create, turn_record
 from memory.step_types import Usage
@@ -111,7 +120,6 @@ def reply_generate(
     idempotency_key: str,
     actor: Actor | None = None,
     now: datetime | None = None,
-    conversation: list[dict] | None = None,
 ) -> ReplyResult:
     """Answer `message` from memory and store the turn; a second submit with the same key answers nothing new.
 
@@ -131,9 +139,27 @@ def reply_generate(
         idempotency_key=idempotency_key,
         actor=actor,
         now=now,
-        conversation=conversation,
     )
     return draft if isinstance(draft, ReplyResult) else reply_store(draft=draft)
+
+
+@dataclass(frozen=True)
+class ReplyRequest:
+    """What a memory proxy's caller asks beyond its message (integrations.proxy); the chat, the REST API and MCP
+    ask with the defaults.
+
+    `conversation`: the caller's own earlier messages (see prompt_build); `message_name`: the participant's name
+    the caller gave the message; `exchange`: the tool calls and tool results that followed the message in a tool
+    exchange under way; `stream`: the reply is generated piece by piece (reply_pieces); `options`: request fields
+    for the model as they are (tools, tool_choice, top_p...; `temperature` and `max_tokens` replace the chat's own,
+    the latter never above CHAT_REPLY_MAX_TOKENS). The offline reply ignores all but `stream`.
+    """
+
+    conversation: tuple[dict, ...] = ()
+    message_name: str = ""
+    exchange: tuple[dict, ...] = ()
+    stream: bool = False
+    options: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -152,7 +178,8 @@ class Draft:
     actor: Actor
     now: datetime
     mode: str
-    options: dict = field(default_factory=dict)  # the caller's request fields for the model (see reply_draft)
+    policy: PersonalDataPolicy  # the tenant's, read once for the whole reply (claim, prompt, turn and audit)
+    options: dict = field(default_factory=dict)  # the caller's request fields for the model (ReplyRequest.options)
 
 
 class GenerationFailed(Exception):
@@ -167,29 +194,24 @@ def reply_draft(
     idempotency_key: str,
     actor: Actor | None = None,
     now: datetime | None = None,
-    conversation: list[dict] | None = None,
-    message_name: str | None = None,
-    stream: bool = False,
-    exchange: list[dict] | None = None,
-    options: dict | None = None,
+    request: ReplyRequest = ReplyRequest(),
 ) -> Draft | ReplyResult:
     """The first half of reply_generate: claim, retrieve, build the prompt and generate, storing nothing yet.
 
     Returns a Draft to pass to reply_store (or reply_abandon when whoever asked has gone away), or the final
     ReplyResult when there is nothing to store: a replayed key, or a failed generation (marked failed already).
-    With `stream`, a model's reply is not generated yet: reply_pieces generates it piece by piece.
-    The memory proxy also passes `exchange`, the tool calls and tool results that followed `message` in a tool
-    exchange under way, `message_name`, the participant's name the caller gave `message`, and `options`, request
-    fields for the model as they are (tools, tool_choice, top_p...; `temperature` and `max_tokens` replace the
-    chat's own, the latter never above CHAT_REPLY_MAX_TOKENS); the offline reply ignores all three. Raises as
-    reply_generate does.
+    With `request.stream`, a model's reply is not generated yet: reply_pieces generates it piece by piece. The
+    memory proxy passes the rest of its caller's `request` (ReplyRequest). Raises as reply_generate does.
     """
     message, idempotency_key = message_check(message), _key_check(idempotency_key)
     if not (end_user.is_active and assistant.is_active):
         raise InvalidMessage("This conversation is closed: the account or the assistant has been deactivated.")
     try:
         space = space_get_or_create(end_user=end_user, assistant=assistant)
-        reply, claimed = chat_reply_claim(space=space, idempotency_key=idempotency_key, user_message=message)
+        policy = personal_data_policy_get(tenant=end_user.tenant_id)
+        reply, claimed = chat_reply_claim(
+            space=space, idempotency_key=idempotency_key, user_message=message, policy=policy
+        )
     except Exception:
         end_user_closed_check(end_user)  # erased meanwhile: its rows are gone, so say so rather than fail
         raise
@@ -200,7 +222,7 @@ def reply_draft(
     mode = "llm" if llm_configured() else "offline"
     try:
         # the tenant's mask-in-prompts (and do-not-store) data reaches neither the model nor the embedder
-        mask = prompt_redactor(tenant=end_user.tenant_id)
+        mask = redactor_for(policy, PersonalDataAction.MASK_PROMPTS)
         retrieval = retrieve(space=space, query=mask(message), record_visits=False, now=now)
         prompt = prompt_build(
             assistant=assistant,
@@ -208,17 +230,18 @@ def reply_draft(
             message=message,
             now=now,
             budget=settings.CHAT_PROMPT_TOKEN_BUDGET,
-            conversation=conversation or (),
-            message_name=message_name or "",
-            exchange=exchange or (),
+            conversation=request.conversation,
+            message_name=request.message_name,
+            exchange=request.exchange,
             mask=mask if mask else None,
         )
-        options = options or {}
-        generated = None if stream and mode == "llm" else _generate(prompt, retrieval, mode, now, options, space.paused)
+        options = request.options
+        streamed = request.stream and mode == "llm"
+        generated = None if streamed else _generate(prompt, retrieval, mode, now, options, space.paused)
     except Exception as exc:
         return _failed(reply, mode, end_user, exc)
     actor = actor or Actor.end_user(end_user)
-    return Draft(space, reply, message, generated, retrieval, prompt, actor, now, mode, options)
+    return Draft(space, reply, message, generated, retrieval, prompt, actor, now, mode, policy, options)
 
 
 def reply_pieces(*, draft: Draft) -> Iterator[str | ToolCallDeltas]:
@@ -255,9 +278,7 @@ def reply_store(*, draft: Draft) -> ReplyResult:
     if generated.tool_calls:
         return _tool_calls_store(draft, generated)
     try:
-        text = _store(
-            space, draft.reply, draft.message, generated, draft.retrieval, draft.prompt, draft.actor, draft.now
-        )
+        text = _store(draft, generated)
     except Exception as exc:
         return _failed(draft.reply, generated.mode, space.end_user, exc)
     return ReplyResult(reply=draft.reply, text=text, retrieval=draft.retrieval)
@@ -278,6 +299,7 @@ def _tool_calls_store(draft: Draft, generated: Generated) -> ReplyResult:
                 used={**used, "dropped": dropped},
                 actor=draft.actor,
                 request_id=f"chat-reply-{draft.reply.pk}",
+                policy=draft.policy,
             )
     except Exception as exc:  # erased meanwhile: raised as the refusal it is
         return _failed(draft.reply, draft.mode, draft.space.end_user, exc)
@@ -358,32 +380,26 @@ def _generate(
     return _generated(answer, mode)
 
 
-def _store(
-    space: MemorySpace,
-    reply: ChatReply,
-    message: str,
-    generated: Generated,
-    retrieval: RetrievalResult,
-    prompt: Prompt,
-    actor: Actor,
-    now: datetime,
-) -> str:
+def _store(draft: Draft, generated: Generated) -> str:
     """Record the turn, count the visits, complete the reply and audit the memory it used, all or nothing."""
+    space, reply, retrieval, prompt = draft.space, draft.reply, draft.retrieval, draft.prompt
     used = generated.used if generated.used is not None else memory_used(retrieval, prompt)
     dropped = [item.as_dropped() for item in prompt.dropped]
     try:
         with transaction.atomic():
-            used["visited_segment_ids"] = _visits_queue(space, retrieval, prompt, now)
+            used["visited_segment_ids"] = _visits_queue(space, retrieval, prompt, draft.now)
             recorded = turn_record(
                 end_user=space.end_user,
                 assistant=space.assistant,
-                user_message=message,
+                user_message=draft.message,
                 assistant_reply=generated.text,
-                at=now,
+                at=draft.now,
                 source=PageSource.CHAT,
                 source_ref=f"chat-reply:{reply.pk}",
                 # the offline reply is system text: the transcript keeps it, memory must not learn from it
                 reply_source=ReplySource.SYSTEM if generated.mode == "offline" else ReplySource.ASSISTANT,
+                policy=draft.policy,
+                space=space,
             )
             chat_reply_complete(
                 reply=reply,
@@ -394,7 +410,11 @@ def _store(
                 usage=generated.usage,
             )
             reply_memory_record(
-                space=space, used={**used, "dropped": dropped}, actor=actor, request_id=f"chat-reply-{reply.pk}"
+                space=space,
+                used={**used, "dropped": dropped},
+                actor=draft.actor,
+                request_id=f"chat-reply-{reply.pk}",
+                policy=draft.policy,
             )
     except InvalidTurn as exc:
         raise _Failed(f"the reply could not be stored: {exc}", generated.usage) from exc

@@ -41,6 +41,7 @@ from chat.services import (
     Draft,
     GenerationFailed,
     InvalidMessage,
+    ReplyRequest,
     ReplyResult,
     message_check,
     reply_abandon,
@@ -191,7 +192,7 @@ def _event_stream(events) -> StreamingHttpResponse:
 
 def _draft(request: HttpRequest, principal: Principal, body: dict) -> Draft | ReplyResult:
     named = assistant_for(principal.tenant, request.headers.get(ASSISTANT_HEADER, "").strip() or None)
-    end_user, assistant = conversation_parties(tenant=principal.tenant, user=body["user"], assistant=named.external_id)
+    end_user, assistant = conversation_parties(tenant=principal.tenant, user=body["user"], assistant=named)
     key = request.headers.get("Idempotency-Key", "").strip() or f"proxy-{uuid.uuid4()}"
     if len(key) > IDEMPOTENCY_KEY_MAX:
         raise BadRequest(f"Idempotency-Key is longer than {IDEMPOTENCY_KEY_MAX} characters.")
@@ -199,13 +200,15 @@ def _draft(request: HttpRequest, principal: Principal, body: dict) -> Draft | Re
         end_user=end_user,
         assistant=assistant,
         message=body["message"],
-        message_name=body["message_name"],
         idempotency_key=key,
         actor=principal.actor,
-        conversation=body["conversation"],
-        stream=body["stream"],
-        exchange=body["exchange"],
-        options=body["options"],
+        request=ReplyRequest(
+            conversation=tuple(body["conversation"]),
+            message_name=body["message_name"] or "",
+            exchange=tuple(body["exchange"]),
+            stream=body["stream"],
+            options=body["options"],
+        ),
     )
 
 

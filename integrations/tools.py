@@ -139,7 +139,7 @@ def memory_record_turn_tool(
 @texts_checked
 def memory_chat_tool(principal: Principal, *, user: str, message: str, assistant: str | None = None) -> dict:
     """Send `message` as the end user and get the assistant's reply from memory (as POST /api/v1/chat/)."""
-    named = assistant_for(principal.tenant, assistant).external_id
+    named = assistant_for(principal.tenant, assistant)
     end_user, found = conversation_parties(tenant=principal.tenant, user=user, assistant=named)
     result = reply_generate(
         end_user=end_user,

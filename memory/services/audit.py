@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memory.models import ActorKind, AuditAnchor, AuditEntry, EndUser, LegalHold, Tenant
+from memory.models import ActorKind, AuditAnchor, AuditEntry, EndUser, LegalHold, PersonalDataPolicy, Tenant
 from memory.personal_data import mask_json
 from memory.services.personal_data_policy import do_not_store_mask
 
@@ -119,14 +119,16 @@ def audit_record(
     after=None,
     detail: dict | None = None,
     request_id: str = "",
+    policy: PersonalDataPolicy | None = None,
 ) -> AuditEntry:
     """Append one entry to the tenant's chain, inside the caller's transaction (it rolls back with the action).
 
     Its free text (the reason, and the strings of before, after and detail) is stored with the tenant's
     do-not-store personal data masked, before it is hashed: entries are append-only, so no re-scan could remove it
-    later. That costs one query when there is any text."""
+    later. That costs one query when there is any text, unless the caller passes the tenant's `policy`."""
     tenant_id = tenant if isinstance(tenant, int) else tenant.pk
-    reason, before, after, detail = _masked(tenant_id, reason, _normalised(before), _normalised(after), detail)
+    texts = (reason, _normalised(before), _normalised(after), detail)
+    reason, before, after, detail = _masked(tenant_id, *texts, policy=policy)
     entry = AuditEntry(
         tenant_id=tenant_id,
         actor_kind=actor.kind,
@@ -149,12 +151,15 @@ def audit_record(
     return entry
 
 
-def _masked(tenant_id: int, reason: str, before, after, detail: dict | None) -> tuple:
-    """The entry's free text with the tenant's do-not-store categories masked (no query when there is none)."""
+def _masked(
+    tenant_id: int, reason: str, before, after, detail: dict | None, *, policy: PersonalDataPolicy | None = None
+) -> tuple:
+    """The entry's free text with the tenant's do-not-store categories masked (no query when there is none, or when
+    the caller passed the tenant's `policy`)."""
     detail = _normalised(detail or {})
     if not (reason or _has_text(before) or _has_text(after) or _has_text(detail)):
         return reason, before, after, detail
-    mask = do_not_store_mask(tenant=tenant_id)
+    mask = do_not_store_mask(tenant=tenant_id, policy=policy)
     if mask is None:
         return reason, before, after, detail
     return (mask(reason), *(mask_json(value, mask, keep=UNMASKED) for value in (before, after, detail)))

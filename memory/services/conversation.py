@@ -14,13 +14,16 @@ class PartyInactive(Exception):
         super().__init__(f"The {what} {thing.external_id!r} is deactivated.")
 
 
-def conversation_parties(*, tenant: Tenant, user: str, assistant: str) -> tuple[EndUser, Assistant]:
-    """The active assistant `assistant` of `tenant` and the active end user `user`, created on first use.
+def conversation_parties(*, tenant: Tenant, user: str, assistant: str | Assistant) -> tuple[EndUser, Assistant]:
+    """The active assistant `assistant` of `tenant` (its external id, or the assistant a caller has already looked
+    up) and the active end user `user`, created on first use.
 
     Raises Assistant.DoesNotExist for an unknown assistant, PartyInactive for a deactivated one of either, and
     EndUserClosed(erased=True) for an erased user (never brought back: see end_user_for_turn).
     """
-    found = assistant_get(tenant=tenant, external_id=assistant)
+    found = assistant if isinstance(assistant, Assistant) else assistant_get(tenant=tenant, external_id=assistant)
+    if found.tenant_id != tenant.pk:
+        raise Assistant.DoesNotExist("No such assistant in this tenant.")
     if not found.is_active:
         raise PartyInactive(found, "assistant")
     end_user = end_user_for_turn(tenant=tenant, external_id=user)

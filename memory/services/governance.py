@@ -16,6 +16,7 @@ from memory.models import (
     KnowledgeEntry,
     MemorySpace,
     Page,
+    PersonalDataPolicy,
     ProfileVersion,
     Segment,
 )
@@ -371,8 +372,11 @@ def memory_search_record(*, actor: Actor, tenant_id: int, end_user_ids: list[int
     audit_record(tenant=tenant_id, actor=actor, action="memory.read", detail={"what": what}, request_id=request_id)
 
 
-def reply_memory_record(*, space: MemorySpace, used: dict, actor: Actor, request_id: str = "") -> None:
-    """Audit the memory injected into one reply (ids and scores from the retrieval result)."""
+def reply_memory_record(
+    *, space: MemorySpace, used: dict, actor: Actor, request_id: str = "", policy: PersonalDataPolicy | None = None
+) -> None:
+    """Audit the memory injected into one reply (ids and scores from the retrieval result); `policy` is the tenant's
+    personal data policy when the caller has read it (audit_record)."""
     audit_record(
         tenant=space.tenant_id,
         actor=actor,
@@ -382,4 +386,5 @@ def reply_memory_record(*, space: MemorySpace, used: dict, actor: Actor, request
         target_id=space.pk,
         detail=used,
         request_id=request_id,
+        policy=policy,
     )

@@ -32,13 +32,14 @@ def detector_for(policy: PersonalDataPolicy) -> Detector:
     return _detector(policy.phone_region, tuple(policy.government_id_patterns))
 
 
-def do_not_store_mask(*, tenant: Tenant | int) -> Callable[[str], str] | None:
+def do_not_store_mask(*, tenant: Tenant | int, policy: PersonalDataPolicy | None = None) -> Callable[[str], str] | None:
     """The tenant's `do_not_store` categories masked in a text, or None when the tenant stores every category.
 
-    One query. A government-id pattern that runs out of time still masks the lines it could not check
-    (`Detector.find`), but the timeout is not audited from here: `memory.services.personal_data.storage_redactor`
-    does that, for every write path but the audit log's own entries."""
-    policy = personal_data_policy_get(tenant=tenant)
+    One query, none when the caller passes the tenant's `policy`. A government-id pattern that runs out of time
+    still masks the lines it could not check (`Detector.find`), but the timeout is not audited from here:
+    `memory.services.personal_data.storage_redactor` does that, for every write path but the audit log's own
+    entries."""
+    policy = policy or personal_data_policy_get(tenant=tenant)
     categories = policy.categories_at_least(PersonalDataAction.DO_NOT_STORE)
     if not categories:
         return None

@@ -5,30 +5,38 @@ The chat's generation loop (chat.services.reply_generate) calls these; it never 
 
 from __future__ import annotations
 
+import contextlib
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from memory.models import ChatReply, MemorySpace, Page, ReplyStatus
-from memory.services.personal_data import text_for_storage
+from memory.models import ChatReply, MemorySpace, Page, PersonalDataAction, PersonalDataPolicy, ReplyStatus
+from memory.services.personal_data import redactor_for
+from memory.services.personal_data_policy import personal_data_policy_get
 from memory.step_types import Usage
 
 
-def chat_reply_claim(*, space: MemorySpace, idempotency_key: str, user_message: str) -> tuple[ChatReply, bool]:
+def chat_reply_claim(
+    *, space: MemorySpace, idempotency_key: str, user_message: str, policy: PersonalDataPolicy | None = None
+) -> tuple[ChatReply, bool]:
     """The reply for (space, key), and whether this caller now owns generating it.
 
     A new key creates a pending reply (claimed). A failed reply is claimed again by exactly one caller (a
     conditional UPDATE), so a retry with the same key generates once more; so is a done reply with no page (the
     model called tools: no turn was stored, and its calls are not kept to be answered again). A pending reply, or
     one done with its page, is returned as it is (not claimed), so a double submit creates no second turn. Commits
-    at once, so a concurrent submit sees it.
+    at once, so a concurrent submit sees it. The message is kept without the tenant's do-not-store data (`policy`,
+    read here when the caller has not).
     """
-    user_message = text_for_storage(tenant=space.tenant_id, text=user_message)  # the policy's do-not-store data
+    policy = policy or personal_data_policy_get(tenant=space.tenant_id)
+    user_message = redactor_for(policy, PersonalDataAction.DO_NOT_STORE)(user_message)
+    # one INSERT in autocommit (a failed one spoils nothing); inside a caller's transaction, under a savepoint
+    claiming = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
     try:
-        with transaction.atomic():
+        with claiming:
             return ChatReply.objects.create(
                 space=space, idempotency_key=idempotency_key, user_message=user_message
             ), True

@@ -6,18 +6,18 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
 from django.utils import timezone
 
-from memory.models import Assistant, EndUser, MemorySpace, Page
+from memory.models import Assistant, EndUser, MemorySpace, Page, PersonalDataAction, PersonalDataPolicy
 from memory.models.events import EventKind
 from memory.models.tiers import PageSource, ReplySource, Tier
 from memory.services.audit import Actor, audit_record
 from memory.services.end_user_lock import EndUserClosed, end_user_closed_check, end_user_write_lock
 from memory.services.events import event_record
 from memory.services.legal_hold import legal_hold_for_deletion
-from memory.services.personal_data import storage_redactor
+from memory.services.personal_data import redactor_for
+from memory.services.personal_data_policy import personal_data_policy_get
 from memory.timeframes import too_far_ahead
 
 # The write lock and its refusal live in end_user_lock (legal_hold needs them, and this module needs legal_hold);
@@ -89,13 +89,16 @@ def turn_record(
     source_ref: str = "",
     source_meta: dict | None = None,
     reply_source: str = ReplySource.ASSISTANT,
+    policy: PersonalDataPolicy | None = None,
+    space: MemorySpace | None = None,
 ) -> TurnRecorded:
     """Append one page to the pair's STM; pages past STM capacity leave it, oldest first.
 
     Personal data the tenant's policy says not to store is redacted from both texts first. A turn dated more than
     a day ahead of now is refused (InvalidTurn): it would never age out of memory.
     `reply_source` is SYSTEM when the reply is text the system generated without a model (the offline reply):
-    the transcript keeps it, memory never uses it.
+    the transcript keeps it, memory never uses it. A caller that has read the tenant's personal data `policy` or the
+    pair's `space` (the chat) passes them, saving their queries.
 
     Runs under the end user's write lock and then a lock on the memory space, so concurrent turns of one pair get
     consecutive pages in arrival order, STM never exceeds capacity, and an erasure under way refuses the turn
@@ -111,16 +114,18 @@ def turn_record(
         at = timezone.make_aware(at)  # in TIME_ZONE, as the database would have read it
     if at is not None and too_far_ahead(at, now=timezone.now()):
         raise InvalidTurn(f"at is more than a day in the future ({at.isoformat()}); send the time the turn happened")
-    redact = storage_redactor(tenant=end_user.tenant_id)  # the tenant's do-not-store data never reaches a table
+    policy = policy or personal_data_policy_get(tenant=end_user.tenant_id)
+    redact = redactor_for(policy, PersonalDataAction.DO_NOT_STORE)  # the do-not-store data never reaches a table
     user_message, assistant_reply = redact(user_message), redact(assistant_reply)
     at = at or timezone.now()
     with transaction.atomic():
-        end_user_write_lock(end_user)
-        space = space_get_or_create(end_user=end_user, assistant=assistant)
-        space = MemorySpace.objects.select_for_update().get(pk=space.pk)
+        end_user_write_lock(end_user, last_active_at=timezone.now())
+        if space is None or (space.end_user_id, space.assistant_id) != (end_user.pk, assistant.pk):
+            space = space_get_or_create(end_user=end_user, assistant=assistant)
+        seq = _space_seq_take(space)
         page = Page.objects.create(
             space=space,
-            seq=space.next_seq,
+            seq=seq,
             user_message=user_message,
             assistant_reply=assistant_reply,
             at=at,
@@ -129,10 +134,44 @@ def turn_record(
             source_meta=source_meta or {},
             reply_source=reply_source,
         )
-        MemorySpace.objects.filter(pk=space.pk).update(next_seq=F("next_seq") + 1)
-        EndUser.objects.filter(pk=end_user.pk).update(last_active_at=timezone.now())
         evicted = stm_evict_overflow(space)
     return TurnRecorded(page=page, queued_updating=bool(evicted) and not space.paused, evicted_page_ids=evicted)
+
+
+# Locks the space's row and takes its next page number, reading whether memory is paused under the lock.
+SEQ_TAKE_SQL = "UPDATE memory_memoryspace SET next_seq = next_seq + 1 WHERE id = %s RETURNING next_seq - 1, paused"
+
+
+def _space_seq_take(space: MemorySpace) -> int:
+    """The space's next page number, taken under a lock on the space held to the end of the transaction (concurrent
+    turns of one pair get consecutive numbers in arrival order); refreshes `space.paused` as read under the lock."""
+    with connection.cursor() as cursor:
+        cursor.execute(SEQ_TAKE_SQL, [space.pk])
+        row = cursor.fetchone()
+    if row is None:
+        raise MemorySpace.DoesNotExist("the memory space was deleted while the turn was recorded")
+    seq, space.paused = row
+    space.next_seq = seq + 1
+    return seq
+
+
+# Moves the pages past STM capacity (the newest stay) to mid-term and counts, when asked, the mid-term pages already
+# waiting for placement (the statement sees the table as it was before the move, so the moved ones are not in it).
+STM_EVICT_SQL = """
+WITH moved AS (
+    UPDATE memory_page SET tier = %(mid_term)s
+    WHERE id IN (
+        SELECT id FROM memory_page WHERE space_id = %(space)s AND tier = %(short_term)s
+        ORDER BY seq DESC OFFSET %(capacity)s
+    )
+    RETURNING id
+)
+SELECT
+    ARRAY(SELECT id FROM moved ORDER BY id),
+    CASE WHEN %(count_waiting)s AND EXISTS (SELECT 1 FROM moved) THEN (
+        SELECT count(*) FROM memory_page WHERE space_id = %(space)s AND tier = %(mid_term)s AND segment_id IS NULL
+    ) ELSE 0 END
+"""
 
 
 def stm_evict_overflow(space: MemorySpace) -> list[int]:
@@ -142,14 +181,21 @@ def stm_evict_overflow(space: MemorySpace) -> list[int]:
     legal hold: then they stay in STM, past its capacity, and nothing is learnt from them; the first overflow after
     the hold is released drops them all (still paused) or places them (resumed). Returns the ids that left STM.
     """
-    stm_ids = list(Page.objects.filter(space=space, tier=Tier.SHORT_TERM).order_by("-seq").values_list("id", flat=True))
-    evicted = sorted(stm_ids[settings.MEMORY_STM_CAPACITY :])
+    if space.paused:
+        stm = Page.objects.filter(space=space, tier=Tier.SHORT_TERM).order_by("-seq").values_list("id", flat=True)
+        evicted = sorted(list(stm)[settings.MEMORY_STM_CAPACITY :])
+        return _stm_paused_drop(space, evicted) if evicted else []
+    # MEMORY_PLACEMENT_BATCH pages wait for placement before one placement (one model call) takes them all; with a
+    # batch of 1 every eviction is placed at once, without counting
+    batch = settings.MEMORY_PLACEMENT_BATCH
+    params = {"space": space.pk, "short_term": Tier.SHORT_TERM, "mid_term": Tier.MID_TERM}
+    params |= {"capacity": settings.MEMORY_STM_CAPACITY, "count_waiting": batch > 1}
+    with connection.cursor() as cursor:
+        cursor.execute(STM_EVICT_SQL, params)
+        evicted, waiting = cursor.fetchone()
     if not evicted:
         return []
-    if space.paused:
-        return _stm_paused_drop(space, evicted)
-    Page.objects.filter(id__in=evicted).update(tier=Tier.MID_TERM)
-    if not _placement_batch_ready(space, len(evicted)):
+    if waiting + len(evicted) < batch:
         return evicted  # the pages wait for company; past a lease the sweep places them anyway (jobs_requeue)
     from memory.tasks import stm_overflow_task
 
@@ -171,12 +217,3 @@ def _stm_paused_drop(space: MemorySpace, page_ids: list[int]) -> list[int]:
         detail={"removed_page_ids": page_ids},
     )  # fmt: skip
     return page_ids
-
-
-def _placement_batch_ready(space: MemorySpace, evicted: int) -> bool:
-    """Whether MEMORY_PLACEMENT_BATCH pages now wait for placement, so that one placement (one model call) takes
-    them all; with a batch of 1 every eviction is placed at once, without counting."""
-    batch = settings.MEMORY_PLACEMENT_BATCH
-    if evicted >= batch:
-        return True
-    return Page.objects.filter(space=space, tier=Tier.MID_TERM, segment__isnull=True).count() >= batch
