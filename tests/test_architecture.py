@@ -198,13 +198,13 @@ def test_the_product_never_imports_the_evaluation_app():
 
 
 def test_the_evaluation_rule_catches_every_way_of_importing_it():
-    assert product_imports_evaluation([("evaluation/bench.py", "from memory.retrieval import retrieve\n")]) == []
-    assert product_imports_evaluation([("evaluation/bench.py", "from evaluation import scoring\n")]) == []
-    assert product_imports_evaluation([("memory/x.py", "import evaluations_helper\n# evaluation.bench\n")]) == []
+    assert product_imports_evaluation([("evaluation/bench/run.py", "from memory.retrieval import retrieve\n")]) == []
+    assert product_imports_evaluation([("evaluation/bench/run.py", "from evaluation import scoring\n")]) == []
+    assert product_imports_evaluation([("memory/x.py", "import evaluations_helper\n# evaluation.bench.run\n")]) == []
 
     for bad in (
         "import evaluation",
-        "from evaluation.bench import memory_bench",
+        "from evaluation.bench.run import memory_bench",
         "def f():\n    from evaluation import scoring",
         "importlib.import_module('evaluation.locomo')",
     ):
@@ -383,7 +383,7 @@ def test_the_import_graph_covers_every_app_and_reads_real_imports():
 
     assert {module.split(".")[0] for module in graph} == {path.rstrip("/") for path in PROJECT_PACKAGES}
     assert {"memory.services.promotion", "memory.services.updating"} <= graph["memory.tasks"]
-    assert "evaluation.scope" in graph["evaluation.bench"] and "memory.retrieval" in graph["evaluation.bench"]
+    assert "evaluation.scope" in graph["evaluation.bench.run"] and "memory.retrieval" in graph["evaluation.bench.run"]
     assert "memory.tasks" not in graph["memory.services.updating"]  # imported inside a function
     assert "memory.tasks" in import_graph(project_sources(), lazy=True)["memory.services.updating"]
 
