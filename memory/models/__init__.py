@@ -10,7 +10,7 @@ from memory.models.data_subject_requests import (
 from memory.models.escalations import Escalation, EscalationState
 from memory.models.events import EmbeddingState, MemoryEvent
 from memory.models.imports import ImportStatus, MemoryImport
-from memory.models.integration import (
+from memory.models.exports import (
     ApiToken,
     ChatReply,
     ErasureReceipt,
