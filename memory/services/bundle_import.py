@@ -31,7 +31,7 @@ from memory.models import (
     ProfileVersion,
     Segment,
 )
-from memory.models.exports import JobKind
+from memory.models.job_leases import JobKind
 from memory.models.privacy import PersonalDataPolicy, ReviewState
 from memory.models.tiers import IMPORTED_FROM, PageSource, ReplySource, Tier
 from memory.profile_withdrawal import profile_without

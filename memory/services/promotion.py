@@ -21,7 +21,7 @@ from memory.models import (
     Segment,
 )
 from memory.models.events import EventKind, EventStatus
-from memory.models.exports import JobKind
+from memory.models.job_leases import JobKind
 from memory.models.tiers import HeatEvent, KnowledgeKind
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store

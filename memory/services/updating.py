@@ -22,7 +22,7 @@ from memory.embeddings import cosine
 from memory.heat import f_score, heat_of, is_hot, joins_segment
 from memory.models import MemorySpace, Page, Segment
 from memory.models.events import EventKind, EventStatus
-from memory.models.exports import JobKind
+from memory.models.job_leases import JobKind
 from memory.models.tiers import HeatEvent, Tier
 from memory.retrieval import segment_candidates, segment_central_summary
 from memory.services.audit import Actor, audit_record
