@@ -20,7 +20,7 @@ from memory.services.promotion import segment_promote
 from memory.services.retention import retention_run, retention_run_daily, retention_tenants
 from memory.services.updating import pages_place, segment_visits_count
 from memory.services.webhook_delivery import webhook_deliver, webhook_deliveries_requeue, webhook_log_expire
-from memory.step_types import StepFailed
+from memory.steps.types import StepFailed
 
 log = logging.getLogger(__name__)
 

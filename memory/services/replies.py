@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from memory.models import ChatReply, MemorySpace, Page, ReplyStatus
 from memory.services.personal_data import text_for_storage
-from memory.step_types import Usage
+from memory.steps.types import Usage
 
 
 def chat_reply_claim(*, space: MemorySpace, idempotency_key: str, user_message: str) -> tuple[ChatReply, bool]:

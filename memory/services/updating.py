@@ -33,8 +33,8 @@ from memory.services.jobs import job_claim, job_done, job_release, job_renew, jo
 from memory.services.legal_hold import legal_hold_for_deletion
 from memory.services.passages import page_passages_set, page_vectors_embed
 from memory.services.personal_data import steps_for_prompts
-from memory.step_types import ChainTopic, MemorySteps, StepFailed, TurnText
 from memory.steps import get_steps
+from memory.steps.types import ChainTopic, MemorySteps, StepFailed, TurnText
 
 SEGMENT_KEYWORDS = 8
 UPDATING_LOCK_NAMESPACE = 0x4D4F53  # "MOS": keeps our advisory locks apart from anyone else's

@@ -16,9 +16,9 @@ from evaluation.bench.fakes import BenchEmbedder, BenchLLM
 from evaluation.bench.run import TaskClock, questions_drawn
 from evaluation.bench.synthetic_text import TOPICS, TextGenerator
 from memory.llm import use_llm
-from memory.llm_steps import LLMSteps
 from memory.models import KnowledgeEntry, Page, Segment, Tenant
-from memory.step_types import TurnText
+from memory.steps.model_steps import LLMSteps
+from memory.steps.types import TurnText
 from tests import builders
 
 AT = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
