@@ -46,8 +46,8 @@ from memory.services.turns import space_get_or_create, turn_record
 from memory.services.updating import space_pending_place
 
 BENCH_LLM_URL = "http://bench-llm.invalid/v1"  # never contacted: the seam holds BenchLLM
-OVERFLOW_TASK = "memory.tasks.stm_overflow_task"
-VISITS_TASK = "memory.tasks.segment_visits_apply_task"
+OVERFLOW_TASK = "memory.tasks.pages_place_task"
+VISITS_TASK = "memory.tasks.segment_visits_count_task"
 VISITS_NOTE = "the worker counting the visits one retrieval queued (run after each retrieval here, not batched)"
 PROMOTE_TASK = "memory.tasks.segment_promote_task"
 USER_PAGE_NOTE = (

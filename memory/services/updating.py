@@ -428,8 +428,8 @@ def _queue_promotions(segment_ids: list[int]) -> None:
 
 def _placement_rerun(space_id: int) -> None:
     """Queue placement for the space's newest pending page: it was evicted while this worker was placing."""
-    from memory.tasks import stm_overflow_task
+    from memory.tasks import pages_place_task
 
     newest = Page.objects.filter(space_id=space_id, tier=Tier.MID_TERM, segment__isnull=True).aggregate(Max("id"))
     if newest["id__max"] is not None:
-        stm_overflow_task.delay(newest["id__max"])
+        pages_place_task.delay(newest["id__max"])
