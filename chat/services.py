@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from chat.offline import offline_memory_used, offline_reply
+from chat.offline_reply import offline_memory_used, offline_reply
 from chat.prompt import Prompt, memory_used, prompt_build
 from memory.llm import LLMError, LLMReply, ToolCallDeltas, get_llm
 from memory.models import (
@@ -42,8 +42,8 @@ from memory.services.personal_data import redactor_for
 from memory.services.personal_data_policy import personal_data_policy_get
 from memory.services.replies import chat_reply_claim, chat_reply_complete, chat_reply_fail
 from memory.services.turns import InvalidTurn, end_user_closed_check, space_get_or_create, turn_record
-from memory.step_types import Usage
 from memory.steps import llm_configured
+from memory.steps.types import Usage
 
 IDEMPOTENCY_KEY_MAX = 100
 REPLY_TEMPERATURE = 0.7

@@ -4,7 +4,7 @@ A generated set (evaluation/devsets.py) tags each question about a changed fact 
 latest value, "previous" the one before; `other_value` is the value a right answer must not give. Each conversation is
 replayed into its own space (offline updating steps); with `promote`, every segment is then promoted, so long-term
 facts exist and later ones supersede earlier ones as they would for a long-lived user. Each tagged question is
-retrieved and answered by the offline reply (chat.offline: no model). An answer is right when its first line holds
+retrieved and answered by the offline reply (chat.offline_reply: no model). An answer is right when its first line holds
 the asked value's words and not the other value's.
 
 Beside each figure, the same retrieval without what validity adds to it (no turn marked earlier, pages in fused
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
-from chat.offline import offline_reply
+from chat.offline_reply import offline_reply
 from evaluation import locomo
 from evaluation.locomo_eval import conversation_ingest
 from evaluation.scope import celery_eager, settings_changed

@@ -1,9 +1,9 @@
 """A local fake OpenAI-compatible server for load and integration tests: never used by the product.
 
 Serves `/v1/chat/completions` (a short reply at once, or word by word with `stream`; for the memory steps'
-JSON-mode prompts a JSON object in the shape `memory.llm_steps` validates), `/v1/embeddings` (hashed bag-of-words
-vectors, so retrieval still ranks by shared words) and `/v1/models`. It runs in a thread of the process that starts
-it; `fake_llm_server()` gives its base URL.
+JSON-mode prompts a JSON object in the shape `memory.steps.model_steps` validates), `/v1/embeddings` (hashed
+bag-of-words vectors, so retrieval still ranks by shared words) and `/v1/models`. It runs in a thread of the process
+that starts it; `fake_llm_server()` gives its base URL.
 
 Given `tools`, it calls the first one (arguments: the user's last message as `question`), streamed as OpenAI streams
 tool calls; once the last message is a tool's result, it answers TOOL_ANSWERED in words. The latest chat
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from memory.llm_steps import CHAIN_SYSTEM, CHAINS_SYSTEM, KNOWLEDGE_SYSTEM, PROFILE_SYSTEM, PROMOTION_SYSTEM
+from memory.steps.model_steps import CHAIN_SYSTEM, CHAINS_SYSTEM, KNOWLEDGE_SYSTEM, PROFILE_SYSTEM, PROMOTION_SYSTEM
 
 MODEL = "fake-load-model"
 STREAM_DELAY = 0.05  # seconds between streamed words: slow enough for a client to hang up half-way

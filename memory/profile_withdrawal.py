@@ -1,9 +1,10 @@
 """Which lines and sentences of a profile state a rejected fact, and the profile without them. Pure: no database.
 
-A profile states a fact in three forms: the offline merge's line ("- <fact text>", memory.offline.profile_merge,
-dates and case aside), the fact's sentence nearly verbatim inside an LLM's prose, or a paraphrase. The first two are
-removed sentence by sentence; a paraphrase cannot be cut out safely, so it is only reported (`paraphrased`) and the
-caller withholds the profile until a model re-derives it (ProfileVersion.stale).
+A profile states a fact in three forms: the offline merge's line ("- <fact text>",
+memory.steps.offline_steps.profile_merge, dates and case aside), the fact's sentence nearly verbatim inside an LLM's
+prose, or a paraphrase. The first two are removed sentence by sentence; a paraphrase cannot be cut out safely, so it
+is only reported (`paraphrased`) and the caller withholds the profile until a model re-derives it
+(ProfileVersion.stale).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
-from memory.offline import DATE_PREFIX, PROFILE_HEADER
+from memory.steps.offline_steps import DATE_PREFIX, PROFILE_HEADER
 from memory.text import split_sentences
 
 NEARLY_VERBATIM = 0.85  # difflib ratio of a sentence to a fact's sentence: a word or two changed

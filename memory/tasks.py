@@ -20,7 +20,7 @@ from memory.services.promotion import segment_promote
 from memory.services.retention import retention_run, retention_run_daily, retention_tenants
 from memory.services.updating import pages_place, segment_visits_count
 from memory.services.webhook_delivery import webhook_deliver, webhook_deliveries_requeue, webhook_log_expire
-from memory.step_types import StepFailed
+from memory.steps.types import StepFailed
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ def _retry_later(task, exc: Exception):
 
 
 @shared_task(bind=True, acks_late=True, max_retries=len(RETRY_DELAYS))
-def stm_overflow_task(self, page_id: int) -> None:
+def pages_place_task(self, page_id: int) -> None:
     """Place the evicted page (and any earlier pending pages of its space) into mid-term memory."""
     try:
         pages_place(page_id=page_id)
@@ -61,7 +61,7 @@ def jobs_requeue_task() -> dict[str, int]:
 
 
 @shared_task(acks_late=True)
-def segment_visits_apply_task() -> int:
+def segment_visits_count_task() -> int:
     """Count the segment visits retrieval queued (N_visit, last touch, heat samples) and promote segments they made
     hot; a second run finds none."""
     return segment_visits_count()

@@ -9,7 +9,7 @@ The rule is deliberately narrow: a slot is a thing a person has one of at a time
 job, their morning drink, their car, their diet, their name, a named pet, the date of a named trip, a favourite), and
 a statement claims it only in the first person ("I", "we", "my", "our") or about the user ("The user", "the user's",
 "you", "your"), never in a question. What the rule cannot read claims nothing, so it never replaces a fact wrongly by
-guessing; a model, when one is configured, names replaced facts itself (memory.llm_steps, PROMOTION_SYSTEM).
+guessing; a model, when one is configured, names replaced facts itself (memory.steps.model_steps, PROMOTION_SYSTEM).
 Every pattern is linear: bounded repetitions, no nested quantifiers (tests/memory/test_validity.py times a hostile
 input).
 """

@@ -39,7 +39,7 @@ from memory.services.promotion import segment_promote, text_hash
 from memory.services.replies import chat_reply_claim, chat_reply_complete
 from memory.services.tenancy import end_user_create, tenant_create
 from memory.services.turns import TurnRecorded, space_get_or_create, turn_record
-from memory.step_types import Usage
+from memory.steps.types import Usage
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)  # the time every builder starts from unless told otherwise
 MINUTE = timedelta(minutes=1)

@@ -198,13 +198,13 @@ def test_the_product_never_imports_the_evaluation_app():
 
 
 def test_the_evaluation_rule_catches_every_way_of_importing_it():
-    assert product_imports_evaluation([("evaluation/bench.py", "from memory.retrieval import retrieve\n")]) == []
-    assert product_imports_evaluation([("evaluation/bench.py", "from evaluation import scoring\n")]) == []
-    assert product_imports_evaluation([("memory/x.py", "import evaluations_helper\n# evaluation.bench\n")]) == []
+    assert product_imports_evaluation([("evaluation/bench/run.py", "from memory.retrieval import retrieve\n")]) == []
+    assert product_imports_evaluation([("evaluation/bench/run.py", "from evaluation import scoring\n")]) == []
+    assert product_imports_evaluation([("memory/x.py", "import evaluations_helper\n# evaluation.bench.run\n")]) == []
 
     for bad in (
         "import evaluation",
-        "from evaluation.bench import memory_bench",
+        "from evaluation.bench.run import memory_bench",
         "def f():\n    from evaluation import scoring",
         "importlib.import_module('evaluation.locomo')",
     ):
@@ -383,7 +383,7 @@ def test_the_import_graph_covers_every_app_and_reads_real_imports():
 
     assert {module.split(".")[0] for module in graph} == {path.rstrip("/") for path in PROJECT_PACKAGES}
     assert {"memory.services.promotion", "memory.services.updating"} <= graph["memory.tasks"]
-    assert "evaluation.scope" in graph["evaluation.bench"] and "memory.retrieval" in graph["evaluation.bench"]
+    assert "evaluation.scope" in graph["evaluation.bench.run"] and "memory.retrieval" in graph["evaluation.bench.run"]
     assert "memory.tasks" not in graph["memory.services.updating"]  # imported inside a function
     assert "memory.tasks" in import_graph(project_sources(), lazy=True)["memory.services.updating"]
 
@@ -413,3 +413,51 @@ def test_the_cycle_check_resolves_imports_as_python_does():
     # but `from chat import name` that is not a module does import chat/__init__
     reexport = ("chat/views.py", "from chat import helper\n")
     assert import_cycles([package, reexport]) == ["chat -> chat.views -> chat"]
+
+
+# --- names: two modules never share a name for different things (house style 20) ------------------------------
+
+# Names every app may have, each for the same role (Django's conventions, and each interface's `access` and `schema`).
+PER_APP_NAMES = {
+    "__init__", "admin", "apps", "urls", "views", "models", "forms", "tasks", "services", "selectors",
+    "serializers", "access", "schema", "management", "commands", "migrations", "templatetags",
+}  # fmt: skip
+# A module inside a layer package is named for the sub-domain it serves, and each layer has one of that name
+# (models/webhooks.py, services/..., selectors/..., views/webhooks.py); a command or a template-tag library is named
+# for what it is called by (`manage.py currency_eval`, `{% load console %}`). None of them is compared.
+LAYER_PACKAGES = {"models", "services", "selectors", "views", "commands", "migrations", "templatetags"}
+
+
+def modules_sharing_a_name(sources: Iterable[Source]) -> list[str]:
+    """Names that two modules outside the layer packages hold (a package is named by its folder)."""
+    paths_by_name: dict[str, list[str]] = {}
+    for path, _ in sources:
+        parts = module_name(path).split(".")
+        if parts[-1] in PER_APP_NAMES or LAYER_PACKAGES.intersection(parts[:-1]):
+            continue
+        paths_by_name.setdefault(parts[-1], []).append(path)
+    return [f"{name}: {', '.join(paths)}" for name, paths in sorted(paths_by_name.items()) if len(paths) > 1]
+
+
+def test_no_two_modules_share_a_name():
+    assert modules_sharing_a_name(project_sources()) == []
+
+
+def test_the_name_rule_catches_two_modules_of_one_name():
+    good = [
+        ("memory/webhooks.py", ""),
+        ("memory/models/webhooks.py", ""),
+        ("api/views/webhooks.py", ""),
+        ("api/urls.py", ""),
+        ("chat/urls.py", ""),
+        ("evaluation/currency_eval.py", ""),
+        ("evaluation/management/commands/currency_eval.py", ""),
+    ]
+    assert modules_sharing_a_name(good) == []
+
+    assert modules_sharing_a_name([("chat/offline.py", ""), ("memory/offline.py", "")]) == [
+        "offline: chat/offline.py, memory/offline.py"
+    ]
+    assert modules_sharing_a_name([("memory/steps/__init__.py", ""), ("evaluation/steps.py", "")]) == [
+        "steps: memory/steps/__init__.py, evaluation/steps.py"
+    ]

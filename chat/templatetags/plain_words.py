@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django import template
 
-from memory.offline import PROFILE_HEADER
 from memory.statements import to_user
+from memory.steps.offline_steps import PROFILE_HEADER
 
 register = template.Library()
 

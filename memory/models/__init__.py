@@ -1,26 +1,21 @@
 """Every domain model of MemoryOS: tenancy, the three memory tiers, and the record of what updating did."""
 
+from memory.models.api_tokens import ApiToken
 from memory.models.audit import ActorKind, AuditEntry
+from memory.models.chat_replies import ChatReply, ReplyStatus
 from memory.models.data_subject_requests import (
     DataSubjectRequest,
     RequestChannel,
     RequestKind,
     RequestStatus,
 )
+from memory.models.erasure_receipts import ErasureReceipt
 from memory.models.escalations import Escalation, EscalationState
 from memory.models.events import EmbeddingState, MemoryEvent
+from memory.models.exports import ExportJob, JobStatus
+from memory.models.idempotency import IdempotentRequest
 from memory.models.imports import ImportStatus, MemoryImport
-from memory.models.integration import (
-    ApiToken,
-    ChatReply,
-    ErasureReceipt,
-    ExportJob,
-    IdempotentRequest,
-    JobKind,
-    JobLease,
-    JobStatus,
-    ReplyStatus,
-)
+from memory.models.job_leases import JobKind, JobLease
 from memory.models.passages import PagePassage
 from memory.models.privacy import (
     PersonalDataAction,

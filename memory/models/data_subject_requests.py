@@ -9,7 +9,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 
-from memory.models.integration import ErasureReceipt
+from memory.models.erasure_receipts import ErasureReceipt
 from memory.models.tenancy import EndUser, Tenant
 
 

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from memory.models.integration import ErasureReceipt
+from memory.models.erasure_receipts import ErasureReceipt
 from memory.models.tenancy import Assistant, EndUser, Tenant
 
 # The tiers a policy limits, in the order a run removes them (erasures of inactive users first, the audit last).

@@ -14,7 +14,7 @@ from django.core import paginator
 from django.db.models import IntegerField, Q, Subquery
 
 from memory.models import AuditEntry, ChatReply, EndUser, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
-from memory.models.integration import ReplyStatus
+from memory.models.chat_replies import ReplyStatus
 from memory.models.tiers import KnowledgeKind, Tier
 from memory.selectors.search import search_prefixes, space_search_pages
 from memory.selectors.self_service import memory_used_ids

@@ -5,7 +5,7 @@ timestamps, dialogue chains and analysed flags, profile history, facts with thei
 computed again by this installation's embedder (the bundle's are ignored: they may come from another model), every
 id is new, and what the bundle had not placed yet goes through the normal pipeline: short-term pages past this
 installation's STM capacity are evicted as a turn would evict them, and pending mid-term pages are placed by
-`stm_overflow_task`.
+`pages_place_task`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from memory.models import (
     ProfileVersion,
     Segment,
 )
-from memory.models.integration import JobKind
+from memory.models.job_leases import JobKind
 from memory.models.privacy import PersonalDataPolicy, ReviewState
 from memory.models.tiers import IMPORTED_FROM, PageSource, ReplySource, Tier
 from memory.profile_withdrawal import profile_without
@@ -545,11 +545,11 @@ def _segments_embed(segments: dict[int, Segment], pages: dict[int, Page]) -> Non
 
 def _pending_place(space: MemorySpace) -> None:
     """Queue placement of the space's pending mid-term pages (the bundle's and the STM overflow's) after commit."""
-    from memory.tasks import stm_overflow_task
+    from memory.tasks import pages_place_task
 
     newest = Page.objects.filter(space=space, tier=Tier.MID_TERM, segment__isnull=True).order_by("-seq").first()
     if newest is not None:
-        transaction.on_commit(lambda: stm_overflow_task.delay(newest.pk))
+        transaction.on_commit(lambda: pages_place_task.delay(newest.pk))
 
 
 def _promotions_queue(space: MemorySpace) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memory.models import MemoryEvent, MemorySpace
 from memory.models.events import EventStatus
-from memory.step_types import Usage
+from memory.steps.types import Usage
 
 
 def event_record(

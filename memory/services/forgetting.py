@@ -42,7 +42,6 @@ from memory.models import (
     Segment,
 )
 from memory.models.tiers import ProfileAuthor
-from memory.offline import chain_summary, profile_merge
 from memory.quotes import Quote, quote, quotes_any, quotes_of, redact, redact_json, said_in
 from memory.services.audit import Actor, audit_record, audit_tombstone_entries, audit_tombstone_target
 from memory.services.embedding_state import embedder_for_store
@@ -57,8 +56,9 @@ from memory.services.personal_data import (
 from memory.services.promotion import text_hash
 from memory.services.webhook_events import item_data, webhook_event_emit, webhook_events_forget
 from memory.statements import about_user, to_user
-from memory.step_types import TurnText
 from memory.steps import get_steps
+from memory.steps.offline_steps import chain_summary, profile_merge
+from memory.steps.types import TurnText
 from memory.text import split_sentences
 
 SEGMENT_KEYWORDS = 8

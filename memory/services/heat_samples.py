@@ -107,20 +107,20 @@ def visits_worker_wake() -> None:
     visits for the next wake-up or the minute's sweep (`jobs._visits_requeue`). With the cache unreachable the
     worker is woken at once, as without coalescing.
     """
-    from memory.tasks import segment_visits_apply_task
+    from memory.tasks import segment_visits_count_task
 
     interval = settings.MEMORY_VISITS_WAKE_SECONDS
-    if interval <= 0 or segment_visits_apply_task.app.conf.task_always_eager:  # eager: it runs now, not at the end
-        segment_visits_apply_task.delay()
+    if interval <= 0 or segment_visits_count_task.app.conf.task_always_eager:  # eager: it runs now, not at the end
+        segment_visits_count_task.delay()
         return
     try:
         first = cache.add(VISITS_WAKE_KEY, True, timeout=interval)
     except Exception:  # the cache is an optimisation here: without it, wake the worker as before
         log.warning("the cache could not coalesce visit wake-ups; waking the worker at once", exc_info=True)
-        segment_visits_apply_task.delay()
+        segment_visits_count_task.delay()
         return
     if first:
-        segment_visits_apply_task.apply_async(countdown=interval)
+        segment_visits_count_task.apply_async(countdown=interval)
 
 
 def segment_visits_apply(*, batch: int = VISITS_BATCH, visited: dict[int, set[int]] | None = None) -> int:

@@ -175,7 +175,7 @@ def _imports_requeue(now: datetime) -> int:
 
 def _placements_requeue(now: datetime) -> int:
     """Spaces with evicted pages unplaced for longer than a lease, and no live placement lease."""
-    from memory.tasks import stm_overflow_task
+    from memory.tasks import pages_place_task
 
     live = JobLease.objects.filter(kind=JobKind.PLACEMENT, lease_until__gte=now).values("target_id")
     newest = (
@@ -191,7 +191,7 @@ def _placements_requeue(now: datetime) -> int:
     JobLease.objects.filter(kind=JobKind.PLACEMENT, lease_until__lt=now).exclude(target_id__in=pending_spaces).delete()
     for space_id, page_id in rows:
         _requeued(JobKind.PLACEMENT, space_id, now)
-        transaction.on_commit(partial(stm_overflow_task.delay, page_id))
+        transaction.on_commit(partial(pages_place_task.delay, page_id))
     return len(rows)
 
 
@@ -224,11 +224,11 @@ def _rederivations_requeue(now: datetime) -> int:
 
 def _visits_requeue(now: datetime) -> int:
     """Wake a worker for segment visits queued longer than a lease ago (their wake-up message was lost)."""
-    from memory.tasks import segment_visits_apply_task
+    from memory.tasks import segment_visits_count_task
 
     waiting = SegmentVisit.objects.filter(at__lt=now - _lease()).exists()
     if waiting:
-        transaction.on_commit(segment_visits_apply_task.delay)
+        transaction.on_commit(segment_visits_count_task.delay)
     return int(waiting)
 
 

@@ -49,7 +49,7 @@ from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
 from memory.services.passages import page_passages_set, page_vectors_embed
 from memory.services.personal_data_policy import detector_for, personal_data_policy_get
-from memory.step_types import ChainTopic, Facts, KnownFact, MemorySteps, PromotionFindings, TurnText, Usage
+from memory.steps.types import ChainTopic, Facts, KnownFact, MemorySteps, PromotionFindings, TurnText, Usage
 from memory.text import text_hash
 
 POLICY_FIELDS = (*CATEGORIES, "phone_region", "government_id_patterns", "review_mode", "review_keywords")

@@ -21,7 +21,7 @@ from memory.models import (
     Segment,
 )
 from memory.models.events import EventKind, EventStatus
-from memory.models.integration import JobKind
+from memory.models.job_leases import JobKind
 from memory.models.tiers import HeatEvent, KnowledgeKind
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
@@ -38,8 +38,8 @@ from memory.services.personal_data import (
 from memory.services.supersession import Supersession, knowledge_supersede
 from memory.services.updating import page_turn_text, space_updating_lock
 from memory.services.webhook_events import facts_learned, webhook_events_emit
-from memory.step_types import KnownFact, MemorySteps, StepFailed, TurnText
 from memory.steps import get_steps
+from memory.steps.types import KnownFact, MemorySteps, StepFailed, TurnText
 from memory.text import text_hash
 from memory.validity import first_slot
 

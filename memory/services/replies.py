@@ -16,7 +16,7 @@ from django.utils import timezone
 from memory.models import ChatReply, MemorySpace, Page, PersonalDataAction, PersonalDataPolicy, ReplyStatus
 from memory.services.personal_data import redactor_for
 from memory.services.personal_data_policy import personal_data_policy_get
-from memory.step_types import Usage
+from memory.steps.types import Usage
 
 
 def chat_reply_claim(

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.db.models import F
 
 from memory.models import KnowledgeEntry, LegalHold, Page, ProfileVersion, ReviewState
-from memory.models.integration import JobKind
+from memory.models.job_leases import JobKind
 from memory.models.tiers import KnowledgeKind, ProfileAuthor
 from memory.profile_withdrawal import ProfileWithdrawal, profile_without
 from memory.services.audit import Actor, audit_record

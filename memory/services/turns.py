@@ -102,7 +102,7 @@ def turn_record(
 
     Runs under the end user's write lock and then a lock on the memory space, so concurrent turns of one pair get
     consecutive pages in arrival order, STM never exceeds capacity, and an erasure under way refuses the turn
-    (EndUserClosed) rather than racing it. Evicted pages are handed to `stm_overflow_task` after commit (or
+    (EndUserClosed) rather than racing it. Evicted pages are handed to `pages_place_task` after commit (or
     dropped, with an event, while the user has paused memory).
     """
     if not end_user.is_active:
@@ -197,10 +197,10 @@ def stm_evict_overflow(space: MemorySpace) -> list[int]:
         return []
     if waiting + len(evicted) < batch:
         return evicted  # the pages wait for company; past a lease the sweep places them anyway (jobs_requeue)
-    from memory.tasks import stm_overflow_task
+    from memory.tasks import pages_place_task
 
     newest = evicted[-1]
-    transaction.on_commit(lambda: stm_overflow_task.delay(newest))
+    transaction.on_commit(lambda: pages_place_task.delay(newest))
     return evicted
 
 

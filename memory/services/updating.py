@@ -22,7 +22,7 @@ from memory.embeddings import cosine
 from memory.heat import f_score, heat_of, is_hot, joins_segment
 from memory.models import MemorySpace, Page, Segment
 from memory.models.events import EventKind, EventStatus
-from memory.models.integration import JobKind
+from memory.models.job_leases import JobKind
 from memory.models.tiers import HeatEvent, Tier
 from memory.retrieval import segment_candidates, segment_central_summary
 from memory.services.audit import Actor, audit_record
@@ -33,8 +33,8 @@ from memory.services.jobs import job_claim, job_done, job_release, job_renew, jo
 from memory.services.legal_hold import legal_hold_for_deletion
 from memory.services.passages import page_passages_set, page_vectors_embed
 from memory.services.personal_data import steps_for_prompts
-from memory.step_types import ChainTopic, MemorySteps, StepFailed, TurnText
 from memory.steps import get_steps
+from memory.steps.types import ChainTopic, MemorySteps, StepFailed, TurnText
 
 SEGMENT_KEYWORDS = 8
 UPDATING_LOCK_NAMESPACE = 0x4D4F53  # "MOS": keeps our advisory locks apart from anyone else's
@@ -428,8 +428,8 @@ def _queue_promotions(segment_ids: list[int]) -> None:
 
 def _placement_rerun(space_id: int) -> None:
     """Queue placement for the space's newest pending page: it was evicted while this worker was placing."""
-    from memory.tasks import stm_overflow_task
+    from memory.tasks import pages_place_task
 
     newest = Page.objects.filter(space_id=space_id, tier=Tier.MID_TERM, segment__isnull=True).aggregate(Max("id"))
     if newest["id__max"] is not None:
-        stm_overflow_task.delay(newest["id__max"])
+        pages_place_task.delay(newest["id__max"])

@@ -8,7 +8,7 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from chat.offline import OFFLINE_LABEL
+from chat.offline_reply import OFFLINE_LABEL
 from memory.models import AuditEntry, Page
 from memory.services.forgetting import ForgetImpact
 from tests.browser.conftest import SCREENSHOTS, held_request, log_in

@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from chat.offline import OFFLINE_LABEL
+from chat.offline_reply import OFFLINE_LABEL
 from memory.models import KnowledgeEntry, MemorySpace
 from tests import builders
 from tests.browser.conftest import log_in

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from chat.offline import offline_reply
+from chat.offline_reply import offline_reply
 from chat.prompt import prompt_build
 from chat.services import reply_generate
 from memory.models import Page

@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 from memory.models import AuditEntry
-from memory.offline import PROFILE_HEADER
+from memory.steps.offline_steps import PROFILE_HEADER
 from tests import builders
 
 URL = "/chat/ava/memory/export/"

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from memory.offline import PROFILE_HEADER
+from memory.steps.offline_steps import PROFILE_HEADER
 from tests import builders
 
 

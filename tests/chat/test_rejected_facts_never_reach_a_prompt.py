@@ -17,9 +17,9 @@ from chat.services import reply_generate
 from integrations import tools
 from integrations.access import principal_for_token
 from memory.models import KnowledgeEntry, Page, ReviewState
-from memory.offline import PROFILE_HEADER
 from memory.services.audit import Actor
 from memory.services.review import knowledge_review, profile_version_review
+from memory.steps.offline_steps import PROFILE_HEADER
 from tests import builders
 from tests.api.conftest import client_for, make_token
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from chat.offline import OFFLINE_LABEL
+from chat.offline_reply import OFFLINE_LABEL
 from chat.prompt import quoted
 from chat.services import reply_generate
 from memory.models import AuditEntry, ChatReply, Page, Segment

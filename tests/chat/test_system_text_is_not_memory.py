@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from chat.offline import ALSO_RELEVANT, NOTHING_RELEVANT, OFFLINE_LABEL
+from chat.offline_reply import ALSO_RELEVANT, NOTHING_RELEVANT, OFFLINE_LABEL
 from chat.services import reply_generate
 from memory.models import KnowledgeEntry, Page, ProfileVersion, Segment
 from memory.models.tiers import KnowledgeKind, ReplySource

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory.models import AuditEntry, KnowledgeEntry, Page, Segment
-from memory.step_types import Usage
+from memory.steps.types import Usage
 from tests import builders
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.utils import timezone
 
 from memory.selectors.console import tenant_overview
-from memory.step_types import Usage
+from memory.steps.types import Usage
 from tests import builders
 from tests.dashboard.conftest import HX
 

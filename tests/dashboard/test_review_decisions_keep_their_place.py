@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from memory.models import KnowledgeEntry, Page, ProfileVersion, ReviewState
-from memory.offline import PROFILE_HEADER
+from memory.steps.offline_steps import PROFILE_HEADER
 from tests import builders
 
 QUEUE = "/console/acme/review/"

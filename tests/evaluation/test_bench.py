@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from evaluation.bench import TaskClock, questions_drawn
-from evaluation.benchdata import Vectors, full_users_build
-from evaluation.benchfakes import BenchEmbedder, BenchLLM
-from evaluation.benchtext import TOPICS, TextGenerator
+from evaluation.bench.data import Vectors, full_users_build
+from evaluation.bench.fakes import BenchEmbedder, BenchLLM
+from evaluation.bench.run import TaskClock, questions_drawn
+from evaluation.bench.synthetic_text import TOPICS, TextGenerator
 from memory.llm import use_llm
-from memory.llm_steps import LLMSteps
 from memory.models import KnowledgeEntry, Page, Segment, Tenant
-from memory.step_types import TurnText
+from memory.steps.model_steps import LLMSteps
+from memory.steps.types import TurnText
 from tests import builders
 
 AT = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -73,7 +73,7 @@ def test_bench_vectors_are_unit_length_and_closer_within_a_topic():
 
 def test_the_task_clock_subtracts_a_nested_task_from_its_parent(monkeypatch):
     ticks = iter([0.0, 1.0, 1.5, 3.0])  # parent starts, child starts, child ends, parent ends (seconds)
-    monkeypatch.setattr("evaluation.bench.perf_counter", lambda: next(ticks))
+    monkeypatch.setattr("evaluation.bench.run.perf_counter", lambda: next(ticks))
     clock, parent, child = TaskClock(), type("T", (), {"name": "parent"}), type("T", (), {"name": "child"})
 
     clock.started()

@@ -8,7 +8,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from evaluation.benchlocomo import DEFAULT_DATA, replay_turns
+from evaluation.bench.locomo_ingest import DEFAULT_DATA, replay_turns
 from evaluation.locomo import load
 from memory.models import Page, Tenant
 

@@ -11,7 +11,7 @@ import pytest
 from django.conf import global_settings
 from django.core.management import call_command
 
-from evaluation.console_bench import CHROMIUM, TABS
+from evaluation.bench.console_browser import CHROMIUM, TABS
 from memory.models import AuditEntry, EndUser, Tenant
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from evaluation.benchfakes import BenchLLM
+from evaluation.bench.fakes import BenchLLM
 from evaluation.locomo_eval import EvaluationError, QuestionMemo, system_config
 from memory.llm import use_llm
 from memory.models import Page, Segment, Tenant

@@ -48,7 +48,7 @@ def assert_worker_places_the_evicted_page(alice, assistant, *, broker_url: str, 
             timeout=PLACEMENT_TIMEOUT,
         )
         assert placed and process.poll() is None, f"the worker did not place the page; its log:\n{log.read_text()}"
-    assert "stm_overflow_task" in log.read_text()
+    assert "pages_place_task" in log.read_text()
 
 
 def test_a_worker_on_the_database_broker_places_the_evicted_page(alice, assistant, settings, tmp_path):

@@ -10,12 +10,12 @@ import pytest
 
 from memory.embeddings import use_embedder
 from memory.llm import use_llm
-from memory.llm_steps import CHAIN_SYSTEM, CHAINS_SYSTEM
 from memory.models import Page, Segment
-from memory.models.integration import JobKind, JobLease
+from memory.models.job_leases import JobKind, JobLease
 from memory.models.tiers import Tier
 from memory.services.updating import pages_place, segments_promote_hot
-from memory.step_types import StepFailed
+from memory.steps.model_steps import CHAIN_SYSTEM, CHAINS_SYSTEM
+from memory.steps.types import StepFailed
 from tests import builders
 from tests.builders import T0
 from tests.fakes import HashingEmbedder, ScriptedLLM

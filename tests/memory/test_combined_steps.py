@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 
 from memory.llm import use_llm
-from memory.llm_steps import CHAINS_SYSTEM, PROMOTION_SYSTEM, LLMSteps
-from memory.offline import OfflineSteps
-from memory.step_types import ChainTopic, Facts, PromotionFindings, StepFailed, TurnText
+from memory.steps.model_steps import CHAINS_SYSTEM, PROMOTION_SYSTEM, LLMSteps
+from memory.steps.offline_steps import OfflineSteps
+from memory.steps.types import ChainTopic, Facts, PromotionFindings, StepFailed, TurnText
 from tests.fakes import ScriptedLLM
 
 MAY_3 = datetime(2024, 5, 3, 9, 30, tzinfo=UTC)

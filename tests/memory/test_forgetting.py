@@ -11,7 +11,7 @@ from django.apps import apps
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
-from chat.offline import OFFLINE_LABEL, _short
+from chat.offline_reply import OFFLINE_LABEL, _short
 from memory.llm import use_llm
 from memory.models import (
     AuditEntry,

@@ -20,7 +20,7 @@ from memory.services.heat_samples import (
     segment_visits_queue,
     visits_worker_wake,
 )
-from memory.tasks import segment_visits_apply_task
+from memory.tasks import segment_visits_count_task
 from tests import builders
 from tests.builders import T0
 from tests.foundation.processes import child_env, manage
@@ -116,7 +116,7 @@ def test_visits_queued_outside_a_transaction_commit_at_once_without_waiting_for_
     woken = []
     with (
         CaptureQueriesContext(connection) as queries,
-        patch.object(segment_visits_apply_task, "delay", lambda: woken.append("after commit")),
+        patch.object(segment_visits_count_task, "delay", lambda: woken.append("after commit")),
     ):
         assert segment_visits_queue(segment_ids=[visited.id], now=NOW) == [visited.id]
     (statement,) = [q["sql"] for q in queries.captured_queries]  # one round trip
@@ -147,7 +147,7 @@ def test_with_server_side_binding_visits_are_queued_one_statement_at_a_time(sett
     monkeypatch.setitem(
         connection.settings_dict, "OPTIONS", {**connection.settings_dict["OPTIONS"], "server_side_binding": True}
     )
-    with CaptureQueriesContext(connection) as queries, patch.object(segment_visits_apply_task, "delay"):
+    with CaptureQueriesContext(connection) as queries, patch.object(segment_visits_count_task, "delay"):
         assert segment_visits_queue(segment_ids=[visited.id], now=NOW) == [visited.id]
     (statement,) = [q["sql"] for q in queries.captured_queries]
     assert statement.startswith("INSERT") and SegmentVisit.objects.count() == 1
@@ -171,10 +171,10 @@ def wakeups(settings):
     """Wake-ups coalesced over 2 seconds, sent to a worker (not run eagerly), recorded instead of sent."""
     settings.MEMORY_VISITS_WAKE_SECONDS = 2
     sent = Wakeups()
-    segment_visits_apply_task.app.conf.task_always_eager = False  # the autouse celery_eager fixture restores it
+    segment_visits_count_task.app.conf.task_always_eager = False  # the autouse celery_eager fixture restores it
     with (
-        patch.object(segment_visits_apply_task, "delay", sent.delay),
-        patch.object(segment_visits_apply_task, "apply_async", sent.apply_async),
+        patch.object(segment_visits_count_task, "delay", sent.delay),
+        patch.object(segment_visits_count_task, "apply_async", sent.apply_async),
     ):
         yield sent
 
@@ -197,7 +197,7 @@ def test_no_interval_or_eager_tasks_wake_the_worker_at_every_retrieval(wakeups, 
     visits_worker_wake()
     visits_worker_wake()
     settings.MEMORY_VISITS_WAKE_SECONDS = 2
-    segment_visits_apply_task.app.conf.task_always_eager = True
+    segment_visits_count_task.app.conf.task_always_eager = True
     visits_worker_wake()
     assert wakeups.sent == [None, None, None]
 

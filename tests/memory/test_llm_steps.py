@@ -15,8 +15,8 @@ from django.core.exceptions import ImproperlyConfigured
 from openai.types.chat import ChatCompletion
 
 from memory.llm import LLMClient, LLMError, LLMReply, build_client, get_llm, use_llm
-from memory.llm_steps import CHAIN_SYSTEM, KNOWLEDGE_SYSTEM, PROFILE_SYSTEM, LLMSteps
-from memory.step_types import ChainTopic, Facts, StepFailed, TurnText
+from memory.steps.model_steps import CHAIN_SYSTEM, KNOWLEDGE_SYSTEM, PROFILE_SYSTEM, LLMSteps
+from memory.steps.types import ChainTopic, Facts, StepFailed, TurnText
 from tests.fakes import ScriptedLLM, ScriptExhausted
 
 MAY_3 = datetime(2024, 5, 3, 9, 30, tzinfo=UTC)

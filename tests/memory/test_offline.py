@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory.offline import (
+from memory.steps.offline_steps import (
     PROFILE_HEADER,
     OfflineSteps,
     assistant_facts,
@@ -14,7 +14,7 @@ from memory.offline import (
     topic_summary,
     user_facts,
 )
-from memory.step_types import ChainTopic, Facts, TurnText, Usage
+from memory.steps.types import ChainTopic, Facts, TurnText, Usage
 
 MAY_8 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 

@@ -3,8 +3,8 @@ paraphrase (reported, never cut)."""
 
 from __future__ import annotations
 
-from memory.offline import PROFILE_HEADER
 from memory.profile_withdrawal import profile_without
+from memory.steps.offline_steps import PROFILE_HEADER
 
 OFFLINE = f"{PROFILE_HEADER}\n- The user likes tea.\n- 2026-01-04: The user sees a therapist.\n- The user bakes bread."
 

@@ -12,7 +12,7 @@ from memory.models import KnowledgeEntry, MemoryEvent, ProfileVersion, Segment
 from memory.models.events import EventKind, EventStatus
 from memory.models.tiers import HeatEvent, KnowledgeKind
 from memory.services.promotion import knowledge_enforce_capacity, segment_promote
-from memory.step_types import StepFailed
+from memory.steps.types import StepFailed
 from tests import builders
 from tests.builders import T0
 from tests.fakes import ScriptedLLM

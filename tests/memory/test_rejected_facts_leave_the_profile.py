@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from memory.models import AuditEntry, KnowledgeEntry, ProfileVersion, ReviewState
-from memory.offline import PROFILE_HEADER
 from memory.services.audit import Actor
 from memory.services.review import knowledge_review, profile_version_review
+from memory.steps.offline_steps import PROFILE_HEADER
 from tests import builders
 
 REVIEWER = Actor.system("test-reviewer")

@@ -12,7 +12,7 @@ from memory.models import HeatSample, MemoryEvent, Page, Segment
 from memory.models.events import EventKind, EventStatus
 from memory.models.tiers import HeatEvent, Tier
 from memory.services.updating import pages_place, segments_evict_past_capacity
-from memory.step_types import StepFailed
+from memory.steps.types import StepFailed
 from tests import builders
 from tests.builders import T0
 from tests.fakes import ScriptedLLM

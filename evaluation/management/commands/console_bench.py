@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from evaluation.console_bench import GOAL_MS, ConsoleBenchOptions, console_bench
+from evaluation.bench.console_browser import GOAL_MS, ConsoleBenchOptions, console_bench
 
 
 class Command(BaseCommand):

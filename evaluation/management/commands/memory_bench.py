@@ -7,9 +7,9 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evaluation.bench import BenchOptions, memory_bench
-from evaluation.benchbaselines import caches_emptiable
-from evaluation.benchlocomo import DEFAULT_DATA, LocomoIngestOptions, locomo_ingest_bench
+from evaluation.bench.baselines import caches_emptiable
+from evaluation.bench.locomo_ingest import DEFAULT_DATA, LocomoIngestOptions, locomo_ingest_bench
+from evaluation.bench.run import BenchOptions, memory_bench
 
 
 class Command(BaseCommand):

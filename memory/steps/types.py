@@ -1,7 +1,7 @@
 """The types the memory steps exchange: what a step reads, what it returns, what it spent, how it fails.
 
-The dispatcher (memory.steps) and both implementations (memory.offline, memory.llm_steps) import these, so none of
-them imports another for its types.
+The dispatcher (memory.steps) and both implementations (memory.steps.offline_steps, memory.steps.model_steps)
+import these, so none of them imports another for its types.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.test import Client
 
 from evaluation import fake_llm
-from evaluation.benchpages import HOST
+from evaluation.bench.user_pages import HOST
 from evaluation.scope import settings_changed
 from evaluation.scoring import percentiles
 from memory.llm import build_client, use_llm
@@ -60,7 +60,7 @@ def _model_over_http() -> Iterator[str]:
 
 def proxy_overhead(*, tenant: Tenant, spaces: dict[int, MemorySpace], samples: int, rng: random.Random, clock) -> dict:
     """The proxy's added milliseconds, whole reply and first token (streamed), p50 / p95 / p99 over `samples` pairs
-    of each; `clock` is the bench's task clock (evaluation.bench.TaskClock)."""
+    of each; `clock` is the bench's task clock (evaluation.bench.run.TaskClock)."""
     created = api_token_create(
         tenant=tenant, name="memory_bench proxy", scopes=["write"], actor=Actor.system("memory_bench")
     )

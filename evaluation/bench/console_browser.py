@@ -2,7 +2,7 @@
 Chromium, against gunicorn serving the collected static files as production does.
 
 One synthetic full user (200 segments of about 30 pages, a full STM, 100 + 100 facts, profile versions, heat
-history; evaluation.benchdata with the topic-structured fake vectors) in a fresh tenant, an admin operator of it,
+history; evaluation.bench.data with the topic-structured fake vectors) in a fresh tenant, an admin operator of it,
 and gunicorn on a free port. Each tab of the case view is loaded `loads` times in two ways: cold (a new browser
 context: nothing cached, every static file downloaded) and warm (the same context: static files come from the
 browser's cache, as for an operator going from user to user). A load's time is from the start of the navigation to
@@ -30,8 +30,8 @@ from django.db import connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from evaluation.benchdata import Vectors, bench_tenant_delete, full_users_build
-from evaluation.benchfakes import BenchEmbedder
+from evaluation.bench.data import Vectors, bench_tenant_delete, full_users_build
+from evaluation.bench.fakes import BenchEmbedder
 from evaluation.loadtest import _answers, _process, _wait_until, database_url_of_connection, free_port
 from evaluation.scoring import percentiles
 from memory.models import AuditEntry, EmbeddingState, Role, Tenant

@@ -18,7 +18,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from memory.llm import LLMError, LLMReply, get_llm
-from memory.step_types import ChainTopic, Facts, KnownFact, PromotionFindings, StepFailed, TurnText, Usage
+from memory.steps.types import ChainTopic, Facts, KnownFact, PromotionFindings, StepFailed, TurnText, Usage
 
 T = TypeVar("T")
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from django.conf import settings
 
 from memory.statements import about_assistant, about_user
-from memory.step_types import ChainTopic, Facts, KnownFact, PromotionFindings, TurnText, Usage
+from memory.steps.types import ChainTopic, Facts, KnownFact, PromotionFindings, TurnText, Usage
 from memory.text import analyse, clean_text, extract_keywords, keyword_weights, split_sentences, trim
 from memory.validity import replaced_by
 

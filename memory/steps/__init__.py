@@ -1,17 +1,17 @@
 """The memory steps that need language understanding, as one interface with two implementations.
 
-`OfflineSteps` (memory.offline) does each step with deterministic heuristics and no network; `LLMSteps`
-(memory.llm_steps) asks an OpenAI-compatible model through the one LLM seam (memory.llm). Services call
-`get_steps()` and receive plain dataclasses (memory.step_types) back, so they never know which one ran.
+`OfflineSteps` (memory.steps.offline_steps) does each step with deterministic heuristics and no network; `LLMSteps`
+(memory.steps.model_steps) asks an OpenAI-compatible model through the one LLM seam (memory.llm). Services call
+`get_steps()` and receive plain dataclasses (memory.steps.types) back, so they never know which one ran.
 """
 
 from __future__ import annotations
 
 from django.conf import settings
 
-from memory.llm_steps import LLMSteps
-from memory.offline import OfflineSteps
-from memory.step_types import MemorySteps
+from memory.steps.model_steps import LLMSteps
+from memory.steps.offline_steps import OfflineSteps
+from memory.steps.types import MemorySteps
 
 
 def llm_configured() -> bool:

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 
-from evaluation.benchtext import TOPICS
+from evaluation.bench.synthetic_text import TOPICS
 from memory.llm import LLMReply
 from memory.text import extract_keywords, split_sentences
 

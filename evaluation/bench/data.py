@@ -24,8 +24,8 @@ from pgvector.psycopg.vector import register_vector_info
 from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 
-from evaluation.benchfakes import BenchEmbedder
-from evaluation.benchtext import TOPICS, TextGenerator
+from evaluation.bench.fakes import BenchEmbedder
+from evaluation.bench.synthetic_text import TOPICS, TextGenerator
 from memory.models import (
     Assistant,
     EndUser,

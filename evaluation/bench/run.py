@@ -1,6 +1,6 @@
 """The scale benchmark: full synthetic users, then latencies of the memory paths and the cost of growing memory.
 
-Measured with the embedder and the LLM replaced at their seams by instant fakes (evaluation.benchfakes), so
+Measured with the embedder and the LLM replaced at their seams by instant fakes (evaluation.bench.fakes), so
 the figures are our code and our database. The updating tasks run in-process (Celery eager); Celery's task signals
 time each task, and a task run inside another (a promotion queued by an overflow) is subtracted from its parent,
 so recording a turn, the STM overflow task and promotion are timed apart.
@@ -23,12 +23,12 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from evaluation.answering import MemoryContext, Speakers, memory_text
-from evaluation.benchbaselines import alternated, caches_emptied, exact_top10_ms, ratio, spaces_halved
-from evaluation.benchdata import BenchUser, Vectors, bench_tenant_delete, full_users_build, kept_users
-from evaluation.benchfakes import BenchEmbedder, BenchLLM
-from evaluation.benchpages import user_pages_render
-from evaluation.benchproxy import proxy_overhead
-from evaluation.benchtext import TOPICS, TextGenerator
+from evaluation.bench.baselines import alternated, caches_emptied, exact_top10_ms, ratio, spaces_halved
+from evaluation.bench.data import BenchUser, Vectors, bench_tenant_delete, full_users_build, kept_users
+from evaluation.bench.fakes import BenchEmbedder, BenchLLM
+from evaluation.bench.proxy_overhead import proxy_overhead
+from evaluation.bench.synthetic_text import TOPICS, TextGenerator
+from evaluation.bench.user_pages import user_pages_render
 from evaluation.scope import celery_eager, celery_task_signals, settings_changed
 from evaluation.scoring import percentiles
 from memory.embeddings import use_embedder
@@ -46,8 +46,8 @@ from memory.services.turns import space_get_or_create, turn_record
 from memory.services.updating import space_pending_place
 
 BENCH_LLM_URL = "http://bench-llm.invalid/v1"  # never contacted: the seam holds BenchLLM
-OVERFLOW_TASK = "memory.tasks.stm_overflow_task"
-VISITS_TASK = "memory.tasks.segment_visits_apply_task"
+OVERFLOW_TASK = "memory.tasks.pages_place_task"
+VISITS_TASK = "memory.tasks.segment_visits_count_task"
 VISITS_NOTE = "the worker counting the visits one retrieval queued (run after each retrieval here, not batched)"
 PROMOTE_TASK = "memory.tasks.segment_promote_task"
 USER_PAGE_NOTE = (
@@ -65,7 +65,7 @@ CACHED_NOTE = (
 )
 
 EXACT_NOTE = (
-    "the baseline: one exact pgvector top-10 over the user's pages (evaluation.benchbaselines), each question to a "
+    "the baseline: one exact pgvector top-10 over the user's pages (evaluation.bench.baselines), each question to a "
     "user of the other half, alternated with the retrievals"
 )
 EXACT_CACHED_NOTE = "the baseline for the questions asked again, alternated with them"
@@ -89,7 +89,7 @@ class BenchOptions:
     keep: bool = False
     progress: bool | None = None
     reuse: bool = False  # measure the users of the kept tenant `tenant_slug` instead of building new ones
-    interleave: int = 1  # users whose pages are written interleaved in time (benchdata.full_users_build)
+    interleave: int = 1  # users whose pages are written interleaved in time (bench.data.full_users_build)
     cold: bool = False  # restart the database and drop the OS cache before the questions are first asked
 
 
@@ -136,7 +136,7 @@ def _embedder(options: BenchOptions):
 def memory_bench(options: BenchOptions) -> dict:
     """Build `users` full users in a fresh tenant, measure, and (unless `keep`) delete the tenant again.
 
-    Side effects: writes benchmark fixture data into the database for the run (see evaluation.benchdata).
+    Side effects: writes benchmark fixture data into the database for the run (see evaluation.bench.data).
     """
     started, load_before = perf_counter(), _load_average()
     fake = _embedder(options)

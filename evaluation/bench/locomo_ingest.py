@@ -25,9 +25,9 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from evaluation import locomo
-from evaluation.bench import BENCH_LLM_URL
-from evaluation.benchdata import bench_tenant_delete
-from evaluation.benchfakes import BenchLLM
+from evaluation.bench.data import bench_tenant_delete
+from evaluation.bench.fakes import BenchLLM
+from evaluation.bench.run import BENCH_LLM_URL
 from evaluation.fake_llm import fake_llm_server
 from evaluation.scope import celery_eager, settings_changed
 from evaluation.scoring import percentiles
@@ -38,7 +38,7 @@ from memory.services.tenancy import end_user_create, tenant_create
 from memory.services.turns import space_get_or_create, turn_record
 from memory.services.updating import space_pending_place
 
-DEFAULT_DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
+DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev.json"
 WINDOW = 100
 CHECKPOINTS = (1000, 5000)
 
@@ -86,7 +86,7 @@ def _window(costs: list[float], end: int) -> dict:
 
 LLM_SEAMS = {
     "http": "evaluation.fake_llm over HTTP (instant, the same answer for every page)",
-    "bench": "evaluation.benchfakes.BenchLLM in-process (instant; each page's first sentence as its topic)",
+    "bench": "evaluation.bench.fakes.BenchLLM in-process (instant; each page's first sentence as its topic)",
     "offline": "none: the offline steps (no LLM_BASE_URL)",
 }
 

@@ -22,10 +22,10 @@ import numpy as np
 
 from memory.embeddings import cosine
 from memory.models import KnowledgeEntry, Page, ProfileVersion
-from memory.offline import PROFILE_HEADER
 from memory.retrieval import RetrievalResult, ScoredPage
 from memory.services.embedding_state import embedder_for_store
 from memory.statements import to_user
+from memory.steps.offline_steps import PROFILE_HEADER
 from memory.text import STOPWORDS, split_sentences, word_set
 
 OFFLINE_LABEL = "(Offline mode — no language model is configured.)"
