@@ -28,7 +28,7 @@ from memory.models import (
     RequestStatus,
     Segment,
 )
-from memory.retrieval import RetrievalResult
+from memory.retrieval.result import RetrievalResult
 from memory.services.gdpr import receipt_verify
 from memory.services.governance import MAX_MEMORY_TEXT
 from memory.services.tenancy import EXTERNAL_ID

@@ -22,7 +22,7 @@ import numpy as np
 
 from memory.embeddings import cosine
 from memory.models import KnowledgeEntry, Page, ProfileVersion
-from memory.retrieval import RetrievalResult, ScoredPage
+from memory.retrieval.result import RetrievalResult, ScoredPage
 from memory.services.embedding_state import embedder_for_store
 from memory.statements import to_user
 from memory.steps.offline_steps import PROFILE_HEADER

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from memory.models import Assistant, KnowledgeEntry, Page
-from memory.retrieval import RetrievalResult, newer_first
+from memory.retrieval.result import RetrievalResult
+from memory.retrieval.search import newer_first
 from memory.text import passage_span_at
 from memory.validity import Replacement
 

@@ -34,14 +34,15 @@ from memory.models import (
     ReplyStatus,
 )
 from memory.models.tiers import PageSource, ReplySource
-from memory.retrieval import RetrievalResult, retrieve
+from memory.retrieval.result import RetrievalResult
+from memory.retrieval.search import retrieve
 from memory.services.audit import Actor
 from memory.services.governance import reply_memory_record
-from memory.services.heat_samples import segment_visits_queue
 from memory.services.personal_data import redactor_for
 from memory.services.personal_data_policy import personal_data_policy_get
 from memory.services.replies import chat_reply_claim, chat_reply_complete, chat_reply_fail
 from memory.services.turns import InvalidTurn, end_user_closed_check, space_get_or_create, turn_record
+from memory.services.visits import retrieval_visits_record
 from memory.steps import llm_configured
 from memory.steps.types import Usage
 
@@ -332,8 +333,7 @@ def _visits_queue(space: MemorySpace, retrieval: RetrievalResult, prompt: Prompt
     if space.paused:
         return []
     kept = {item.id for item in prompt.kept if item.kind == "page"}
-    retrieval.visited_segment_ids = segment_visits_queue(segment_ids=retrieval.relevant_segment_ids(kept), now=now)
-    return retrieval.visited_segment_ids
+    return retrieval_visits_record(result=retrieval, now=now, page_ids=kept)
 
 
 class _Failed(Exception):

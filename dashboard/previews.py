@@ -11,7 +11,7 @@ from django.conf import settings
 from chat.prompt import SECTIONS, MemoryItem, Prompt, estimate_tokens, prompt_build
 from memory.models import MemorySpace
 from memory.models.tiers import PageSource
-from memory.retrieval import RetrievalResult
+from memory.retrieval.result import RetrievalResult
 from memory.selectors.console import context_retrieval
 from memory.services.personal_data import prompt_redactor
 

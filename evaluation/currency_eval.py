@@ -26,7 +26,8 @@ from evaluation import locomo
 from evaluation.locomo_eval import conversation_ingest
 from evaluation.scope import celery_eager, settings_changed
 from memory.models import Page, Segment, Tenant
-from memory.retrieval import RetrievalResult, retrieve
+from memory.retrieval.result import RetrievalResult
+from memory.retrieval.search import retrieve
 from memory.services.promotion import segment_promote
 from memory.services.tenancy import tenant_create
 from memory.text import STOPWORDS, word_set

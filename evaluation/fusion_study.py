@@ -1,6 +1,6 @@
 """Choosing retrieval's fusion weights by cross-validation across evaluation sets and conversations.
 
-For every question of every ingested set, the page channels are read once (`memory.retrieval.channel_candidates`:
+For every question of every ingested set, the page channels are read once (`memory.retrieval.search.channel_candidates`:
 each candidate's cosine, share of the query's IDF mass, date match) together with every page's cosine and order;
 each setting of the weights is then scored in memory by `fused_score`'s formula (vectorised; the segment prior and
 the facts' pages off, as in the product's default) with the neighbour rule of `retrieve()`; a test checks that it
@@ -23,7 +23,9 @@ from evaluation import scoring
 from evaluation.locomo_eval import EvalOptions, _conversation
 from memory.embeddings import Embedder
 from memory.models import MemorySpace, Tenant
-from memory.retrieval import DEFAULT, NEIGHBOUR_HITS, RetrievalConfig, channel_candidates
+from memory.retrieval.channels import NEIGHBOUR_HITS
+from memory.retrieval.config import DEFAULT, RetrievalConfig
+from memory.retrieval.search import channel_candidates
 
 K = 10
 

@@ -1,14 +1,14 @@
 """The LoCoMo harness: replay conversations through the real pipeline, ask every question of each system, score.
 
 Systems, each ranking the conversation's pages for a question:
-- `memoryos`: `memory.retrieval.retrieve` with the product's pipeline (record_visits=False, so asking never changes
-  memory): its fused ranking of every page of the space (`RetrievalResult.ranked`), STM pages included (the harness
-  gives STM pages their vectors, computed with the same embedder, so they compete like the rest).
+- `memoryos`: `memory.retrieval.search.retrieve` with the product's pipeline (record_visits=False, so asking never
+  changes memory): its fused ranking of every page of the space (`RetrievalResult.ranked`), STM pages included (the
+  harness gives STM pages their vectors, computed with the same embedder, so they compete like the rest).
   MEMORY_RETRIEVE_PAGES is raised to the curve's largest k for the run, so recall@k for k ≤ 20 reads one list.
-- `memoryos_paper`: the published pipeline (`memory.retrieval.PAPER`: top m segments, then their pages by cosine);
-  its MTM pages and its STM pages (the last turns, always in MemoryOS's prompt) are merged by cosine.
+- `memoryos_paper`: the published pipeline (`memory.retrieval.config.PAPER`: top m segments, then their pages by
+  cosine); its MTM pages and its STM pages (the last turns, always in MemoryOS's prompt) are merged by cosine.
 - variants for ablations: `memoryos:<stage>=<value>:…` changes stages of the product's pipeline
-  (`memory.retrieval.RetrievalConfig`), e.g. `memoryos:lexical=off` or `memoryos:segment_prior=0`.
+  (`memory.retrieval.config.RetrievalConfig`), e.g. `memoryos:lexical=off` or `memoryos:segment_prior=0`.
 - `flat_rag`: top pages by cosine over every page of the conversation (numpy over the stored page vectors).
 - `full_context`: every page; no retrieval, so its recall is the ceiling (the evidence that reached storage).
 """
@@ -41,7 +41,9 @@ from evaluation.scope import celery_eager, settings_changed
 from memory.embeddings import Embedder, use_embedder
 from memory.models import MemoryEvent, MemorySpace, Page, Segment, Tenant
 from memory.models.tiers import PageSource, Tier
-from memory.retrieval import DEFAULT, PAPER, RetrievalConfig, RetrievalResult, retrieve
+from memory.retrieval.config import DEFAULT, PAPER, RetrievalConfig
+from memory.retrieval.result import RetrievalResult
+from memory.retrieval.search import retrieve
 from memory.services.embedding_state import embedder_for_store
 from memory.services.passages import page_passages_set, page_vectors_embed
 from memory.services.tenancy import assistant_create, end_user_create, tenant_create

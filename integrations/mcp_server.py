@@ -39,8 +39,8 @@ from api.access import Principal
 from integrations import tools
 from integrations.access import NotAuthenticated, bearer_token, principal_for_token
 from integrations.errors import Problem, problem_of
+from memory.retrieval.side_readers import stopped_threads_connections_close
 from memory.services.api_tokens import api_token_authenticate
-from memory.sql import stopped_threads_connections_close
 
 TOKEN_ENV = "MEMORYOS_API_TOKEN"
 SERVER_NAME = "memoryos"

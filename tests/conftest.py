@@ -10,8 +10,8 @@ from django.core.cache import cache
 
 from memory.embeddings import use_embedder
 from memory.models import Role
+from memory.retrieval.side_readers import side_readers
 from memory.services.tenancy import end_user_create, operator_create, tenant_create
-from memory.sql import side_readers
 from memoryos_site.celery import app as celery_app
 from tests.fakes import HashingEmbedder
 from tests.receivers import Receiver

@@ -17,7 +17,9 @@ from memory.bundles import BundleInvalid
 from memory.embeddings import use_embedder
 from memory.llm import use_llm
 from memory.models import ChatReply, EndUser, Page, PagePassage
-from memory.retrieval import DEFAULT, ScoredPage, retrieve
+from memory.retrieval.config import DEFAULT
+from memory.retrieval.result import ScoredPage
+from memory.retrieval.search import retrieve
 from memory.services.audit import Actor
 from memory.services.bundle_import import memory_import
 from memory.services.gdpr import user_export_data

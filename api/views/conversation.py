@@ -19,7 +19,7 @@ from chat.prompt import prompt_build
 from chat.services import InvalidMessage, reply_generate
 from memory.models import Assistant, EndUser, MemorySpace, Tenant
 from memory.models.tiers import PageSource
-from memory.retrieval import RetrievalResult
+from memory.retrieval.result import RetrievalResult
 from memory.selectors.people import assistant_get, end_user_get
 from memory.services.conversation import PartyInactive, conversation_parties
 from memory.services.personal_data import prompt_redactor

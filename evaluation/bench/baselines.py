@@ -3,7 +3,7 @@ ratio that a busy or slow machine changes much less than it changes milliseconds
 
 - Retrieval is compared with one exact pgvector top-10 over the same user's pages: the question embedded by the same
   embedder, then the 10 pages nearest to it by cosine over all of the user's pages
-  (memory.retrieval.space_exact_nearest_pages). That is the least any vector memory does for a question.
+  (memory.retrieval.vector_reads.space_exact_nearest_pages). That is the least any vector memory does for a question.
 - The end user's memory page is compared with the end user's password page (`password_change`): the same layout,
   login, middleware and navigation, with no memory on it.
 """
@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import connection
 
 from memory.models import MemorySpace
-from memory.retrieval import space_exact_nearest_pages
+from memory.retrieval.vector_reads import space_exact_nearest_pages
 from memoryos_site.database import embedded_server_restart
 
 

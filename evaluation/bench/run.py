@@ -40,7 +40,8 @@ from memory.models import (
     Segment,
     Tenant,
 )
-from memory.retrieval import RetrievalResult, retrieve
+from memory.retrieval.result import RetrievalResult
+from memory.retrieval.search import retrieve
 from memory.services.tenancy import end_user_create, tenant_create
 from memory.services.turns import space_get_or_create, turn_record
 from memory.services.updating import space_pending_place

@@ -340,7 +340,7 @@ class HeatSample(models.Model):
 
 class SegmentVisit(models.Model):
     """A visit retrieval made to a segment, waiting to be counted: the request writes one small row, the worker
-    folds waiting visits into N_visit, the last-touch time and the heat history (memory.services.heat_samples)."""
+    folds waiting visits into N_visit, the last-touch time and the heat history (memory.services.visits)."""
 
     segment = models.ForeignKey(Segment, on_delete=models.CASCADE, related_name="+")
     at = models.DateTimeField()

@@ -50,7 +50,8 @@ from memory.models import (
 )
 from memory.models.events import EventKind, EventStatus
 from memory.models.tiers import KnowledgeKind, Tier
-from memory.retrieval import RetrievalResult, retrieve
+from memory.retrieval.result import RetrievalResult
+from memory.retrieval.search import retrieve
 from memory.selectors.items import correlated_count, segment_page_count
 
 # --- Users list -------------------------------------------------------------------------------------------------

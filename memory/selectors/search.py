@@ -20,7 +20,10 @@ from django.utils import timezone
 
 from memory.models import Page, Tenant
 from memory.models.tenancy import MemorySpace
-from memory.retrieval import DEFAULT, channel_candidates, fused_score, query_terms, tenant_vector_pages
+from memory.retrieval.channels import fused_score, query_terms
+from memory.retrieval.config import DEFAULT
+from memory.retrieval.search import channel_candidates
+from memory.retrieval.vector_reads import tenant_vector_pages
 
 SHORTEST_PREFIX = 4  # a stem is cut to no fewer letters than this (or its own length): "elm" stays "elm"
 
@@ -71,9 +74,9 @@ class TenantSearch:
 
 def tenant_search(*, tenant: Tenant, query: str, number, per_page: int) -> TenantSearch:
     """The tenant's turns whose words match `query` or whose meaning is near it (retrieval's vector channel over the
-    tenant's pages, memory.retrieval.tenant_vector_pages, at least MEMORY_VISIT_RELEVANCE near), best first by
-    ts_rank_cd plus cosine, then newest, a page at a time; four queries (the stem prefixes, the nearest pages, the
-    count, the page of turns with their space, user and assistant) whatever the size of memory. A turn is found in
+    tenant's pages, memory.retrieval.vector_reads.tenant_vector_pages, at least MEMORY_VISIT_RELEVANCE near), best
+    first by ts_rank_cd plus cosine, then newest, a page at a time; four queries (the stem prefixes, the nearest pages,
+    the count, the page of turns with their space, user and assistant) whatever the size of memory. A turn is found in
     either side of the dialogue; a reply the system wrote is never searched by its words."""
     found = TenantSearch(query=query, prefixes=search_prefixes(query))
     if not found.prefixes:
@@ -103,8 +106,8 @@ SHOWN = ("id", "seq", "at", "tier", "user_message", "assistant_reply", "reply_so
 
 def space_search_pages(*, space: MemorySpace, query: str, prefixes: list[str], limit: int) -> list[Page]:
     """The space's turns for `query`, best first: those retrieval's channels find (its full-text words, or a vector
-    at least MEMORY_VISIT_RELEVANCE near; memory.retrieval.channel_candidates, read only), those whose words match
-    the stem prefixes, and those holding the query as a substring (a name or number the stemmer splits); at most
+    at least MEMORY_VISIT_RELEVANCE near; memory.retrieval.search.channel_candidates, read only), those whose words
+    match the stem prefixes, and those holding the query as a substring (a name or number the stemmer splits); at most
     `limit`. Two queries beside retrieval's first batch."""
     text = query.strip()
     scores = _retrieval_scores(space, text)

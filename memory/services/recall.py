@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from memory.models import Assistant, EndUser, MemorySpace
-from memory.retrieval import RetrievalResult, retrieve
+from memory.retrieval.result import RetrievalResult
+from memory.retrieval.search import retrieve
 from memory.services.audit import Actor
 from memory.services.governance import memory_read_record
 from memory.services.personal_data import prompt_redactor

@@ -188,7 +188,7 @@ def stm_evict_overflow(space: MemorySpace) -> list[int]:
     # MEMORY_PLACEMENT_BATCH pages wait for placement before one placement (one model call) takes them all; with a
     # batch of 1 every eviction is placed at once, without counting
     batch = settings.MEMORY_PLACEMENT_BATCH
-    params = {"space": space.pk, "short_term": Tier.SHORT_TERM, "mid_term": Tier.MID_TERM}
+    params: dict[str, int | str | bool] = {"space": space.pk, "short_term": Tier.SHORT_TERM, "mid_term": Tier.MID_TERM}
     params |= {"capacity": settings.MEMORY_STM_CAPACITY, "count_waiting": batch > 1}
     with connection.cursor() as cursor:
         cursor.execute(STM_EVICT_SQL, params)

@@ -24,15 +24,16 @@ from memory.models import MemorySpace, Page, Segment
 from memory.models.events import EventKind, EventStatus
 from memory.models.job_leases import JobKind
 from memory.models.tiers import HeatEvent, Tier
-from memory.retrieval import segment_candidates, segment_central_summary
+from memory.retrieval.placement import segment_candidates, segment_central_summary
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
-from memory.services.heat_samples import heat_sample_record, segment_visits_apply
+from memory.services.heat_samples import heat_sample_record
 from memory.services.jobs import job_claim, job_done, job_release, job_renew, jobs_due, lease_kept
 from memory.services.legal_hold import legal_hold_for_deletion
 from memory.services.passages import page_passages_set, page_vectors_embed
 from memory.services.personal_data import steps_for_prompts
+from memory.services.visits import segment_visits_apply
 from memory.steps import get_steps
 from memory.steps.types import ChainTopic, MemorySteps, StepFailed, TurnText
 

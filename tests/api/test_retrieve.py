@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from memory.models import AuditEntry, Segment
-from memory.services.heat_samples import segment_visits_apply
 from memory.services.supersession import knowledge_supersede
+from memory.services.visits import segment_visits_apply
 from tests import builders
 from tests.api.conftest import error_of
 from tests.builders import T0

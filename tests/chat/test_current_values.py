@@ -9,7 +9,7 @@ from chat.offline_reply import offline_reply
 from chat.prompt import prompt_build
 from chat.services import reply_generate
 from memory.models import Page
-from memory.retrieval import retrieve
+from memory.retrieval.search import retrieve
 from memory.services.turns import turn_record
 from tests import builders
 from tests.builders import T0

@@ -16,7 +16,7 @@ from chat.prompt import (
     prompt_build,
     quoted,
 )
-from memory.retrieval import retrieve
+from memory.retrieval.search import retrieve
 from tests import builders
 from tests.builders import T0
 

@@ -10,7 +10,7 @@ from chat.prompt import quoted
 from chat.services import reply_generate
 from memory.models import AuditEntry, ChatReply, Page, Segment
 from memory.models.tiers import PageSource, ReplySource, Tier
-from memory.services.heat_samples import segment_visits_apply
+from memory.services.visits import segment_visits_apply
 from tests import builders
 
 

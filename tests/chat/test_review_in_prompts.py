@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from chat.prompt import prompt_build, quoted
 from memory.models import KnowledgeEntry, ProfileVersion, ReviewState
-from memory.retrieval import retrieve
+from memory.retrieval.search import retrieve
 from memory.services.audit import Actor
 from memory.services.forgetting import profile_rederive
 from memory.services.review import knowledge_review, profile_version_review

@@ -9,7 +9,7 @@ import pytest
 from evaluation import locomo
 from evaluation.locomo_eval import conversation_ingest
 from memory.models import MemorySpace, Page, Segment
-from memory.retrieval import retrieve
+from memory.retrieval.search import retrieve
 from memory.services.tenancy import tenant_create
 
 LOCOMO_DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev.json"

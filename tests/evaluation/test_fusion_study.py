@@ -10,7 +10,8 @@ import pytest
 from evaluation import devsets, fusion_study
 from evaluation.locomo_eval import conversation_ingest
 from memory.models import MemorySpace
-from memory.retrieval import DEFAULT, retrieve
+from memory.retrieval.config import DEFAULT
+from memory.retrieval.search import retrieve
 from memory.services.embedding_state import embedder_for_store
 from memory.services.tenancy import tenant_create
 

@@ -13,7 +13,7 @@ from evaluation.bench.fakes import BenchLLM
 from evaluation.locomo_eval import EvaluationError, QuestionMemo, system_config
 from memory.llm import use_llm
 from memory.models import Page, Segment, Tenant
-from memory.retrieval import DEFAULT, PAPER
+from memory.retrieval.config import DEFAULT, PAPER
 
 LOCOMO_DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev.json"
 

@@ -24,7 +24,7 @@ from memory.models import (
     Segment,
 )
 from memory.quotes import fold
-from memory.retrieval import retrieve
+from memory.retrieval.search import retrieve
 from memory.services.audit import Actor
 from memory.services.forgetting import page_forget_impact, profile_rederive, segment_forget_impact
 from memory.services.gdpr_export import export_build, export_request

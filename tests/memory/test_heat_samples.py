@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from memory.heat import heat_of
 from memory.models import HeatSample, Segment, SegmentVisit
 from memory.models.tiers import HeatEvent
-from memory.services.heat_samples import (
+from memory.services.visits import (
     ASYNCHRONOUS_COMMIT_SQL,
     VISITS_WAKE_KEY,
     segment_visits_apply,

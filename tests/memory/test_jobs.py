@@ -23,9 +23,9 @@ from memory.models.events import EventKind, EventStatus
 from memory.services.audit import Actor
 from memory.services.forgetting import profile_rederive
 from memory.services.gdpr_export import _export_claim, _progress, export_build, export_request
-from memory.services.heat_samples import segment_visits_queue
 from memory.services.jobs import job_claim, job_done, job_release, jobs_due, jobs_requeue
 from memory.services.updating import pages_place, segment_visits_count
+from memory.services.visits import segment_visits_queue
 from tests import builders
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from memory.retrieval import _vector_text
+from memory.retrieval.rows import vector_text
 from tests import builders
 from tests.memory.migrating import latest as _latest
 from tests.memory.migrating import migrate as _migrate
@@ -48,7 +48,7 @@ def test_page_vectors_stored_before_are_kept_in_half_precision_with_their_bits_c
         with connection.cursor() as cursor:
             cursor.execute(
                 "UPDATE memory_page SET embedding = %s::vector, topic_embedding = %s::vector WHERE id = %s",
-                [_vector_text(embedding), _vector_text(topic), page.id],
+                [vector_text(embedding), vector_text(topic), page.id],
             )
         before = stored(page.id)
         assert before["types"] == ("vector", "vector") and before["size"] == 8 + 4 * DIMENSIONS

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from memory.retrieval import retrieve
+from memory.retrieval.search import retrieve
 from tests import builders
 from tests.builders import T0
 from tests.memory.migrating import latest as _latest

@@ -12,7 +12,8 @@ import pytest
 from memory.bundles import bundle_fingerprint
 from memory.embeddings import use_embedder
 from memory.models import Page, PagePassage
-from memory.retrieval import DEFAULT, retrieve
+from memory.retrieval.config import DEFAULT
+from memory.retrieval.search import retrieve
 from memory.services import passages
 from memory.services.audit import Actor
 from memory.services.gdpr import user_erase, user_export_data

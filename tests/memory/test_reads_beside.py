@@ -12,9 +12,9 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from memory import retrieval
-from memory.retrieval import retrieve
-from memory.sql import side_readers
+from memory.retrieval import rows
+from memory.retrieval.search import retrieve
+from memory.retrieval.side_readers import side_readers
 from tests import builders
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -76,7 +76,7 @@ def shutting_down(sql, params) -> Future:
 @pytest.mark.parametrize("failure", [lost_connection, shutting_down])
 def test_a_side_read_that_fails_or_cannot_start_is_read_here(space, failure):
     expected = ranked(retrieve(space=space, query=QUESTION, record_visits=False))
-    with patch.object(retrieval, "rows_beside", failure):
+    with patch.object(rows, "rows_beside", failure):
         here, result = statements_here(space)
     assert channels(here) == {"words", "vector"} and ranked(result) == expected
 

@@ -9,7 +9,7 @@ from django.core.management import call_command
 
 from memory.embeddings import use_embedder
 from memory.models import EmbeddingState, Page, Segment
-from memory.retrieval import retrieve
+from memory.retrieval.search import retrieve
 from memory.services.embedding_state import EmbeddingMismatch, forget_verification
 from tests import builders
 from tests.fakes import HashingEmbedder

@@ -11,12 +11,15 @@ import numpy as np
 import pytest
 from django.db import connection
 
-from memory import retrieval
 from memory.models import HeatSample, Page, Segment
 from memory.models.tiers import HeatEvent, KnowledgeKind, ReplySource, ReviewState
-from memory.retrieval import DEFAULT, PAPER, query_terms, retrieve
+from memory.retrieval import channels, config, rows
+from memory.retrieval import search as retrieval_search
+from memory.retrieval.channels import query_terms
+from memory.retrieval.config import DEFAULT, PAPER
+from memory.retrieval.search import retrieve
 from memory.services.embedding_state import embedder_for_store
-from memory.services.heat_samples import segment_visits_apply
+from memory.services.visits import segment_visits_apply
 from tests import builders
 from tests.builders import T0
 
@@ -121,8 +124,8 @@ def test_a_page_whose_keys_collide_with_the_questions_is_found_by_words_only_if_
             " LANGUAGE sql IMMUTABLE AS $$ SELECT ARRAY(SELECT DISTINCT unnest(search_keys) FROM memory_page) $$"
         )
     with connection.cursor() as cursor:  # the channel's own list, before loading (which names the space again)
-        params = retrieval._lexical_params(space, ["sourdough"], retrieval._vector_text(np.zeros(256)))
-        cursor.execute(retrieval._lexical_sql(1), params)
+        params = channels.lexical_params(space, ["sourdough"], rows.vector_text(np.zeros(256)))
+        cursor.execute(channels.lexical_sql(1), params)
         found = [row[0] for row in cursor.fetchall()]
     assert found == list(
         Page.objects.filter(space=space, user_message__contains="sourdough").values_list("id", flat=True)
@@ -136,8 +139,8 @@ def test_a_words_idf_counts_the_pages_the_space_has_stored_deleted_ones_included
     builders.page(space, user_message="a walk", assistant_reply="Nice.")
     builders.page(space, user_message="tax forms", assistant_reply="Ugh.").delete()
     with connection.cursor() as cursor:
-        params = retrieval._lexical_params(space, ["biscuit"], retrieval._vector_text(np.zeros(256)))
-        cursor.execute(retrieval._lexical_sql(1), params)
+        params = channels.lexical_params(space, ["biscuit"], rows.vector_text(np.zeros(256)))
+        cursor.execute(channels.lexical_sql(1), params)
         (row,) = cursor.fetchall()
     stored, holding = 3, 1  # N is the space's page sequence, as Lucene counts deleted documents until merged away
     assert row[3] == pytest.approx(math.log(1 + (stored - holding + 0.5) / (holding + 0.5)))
@@ -157,7 +160,7 @@ def test_the_vector_channel_re_ranks_its_first_pass_by_exact_cosine(space, memor
     errands = ["post office", "dry cleaning", "pharmacy", "bike repair", "library books", "car wash", "bakery", "bank"]
     messages = [f"errand today: {errand}" for errand in errands]
     builders.segment_with_pages(space, summary="errands", messages=messages)
-    monkeypatch.setattr(retrieval, "VECTOR_POOL", 3)  # fewer pages than the space holds pass the first pass
+    monkeypatch.setattr(retrieval_search, "VECTOR_POOL", 3)  # fewer pages than the space holds pass the first pass
     result = retrieve(space=space, query=messages[5], now=NOW, config=VECTOR_ONLY)
     assert result.pages[0].page.user_message == messages[5]
     assert result.pages[0].found_by["vector"] == pytest.approx(1.0)
@@ -204,7 +207,7 @@ def test_the_read_of_pinned_knowledge_is_answered_by_the_users_pinned_entries_al
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memory_knowledgeentry")  # statistics as a user's 160 facts, 2 pinned, give them
         cursor.execute("SET LOCAL enable_seqscan = off")  # a test's few table pages would be read whole otherwise
-        cursor.execute("EXPLAIN " + retrieval.PINNED_KNOWLEDGE_SQL, params)
+        cursor.execute("EXPLAIN " + channels.PINNED_KNOWLEDGE_SQL, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "knowledge_user_pinned" in plan, plan
 
@@ -216,9 +219,9 @@ def test_the_pinned_segments_shown_are_answered_by_the_spaces_pinned_segments_al
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE memory_segment")  # statistics as a space's 80 segments, 1 pinned, give them
         cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("EXPLAIN " + retrieval.SEGMENTS_SHOWN_SQL, params)
+        cursor.execute("EXPLAIN " + channels.SEGMENTS_SHOWN_SQL, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
-        cursor.execute(retrieval.SEGMENTS_SHOWN_SQL, params)
+        cursor.execute(channels.SEGMENTS_SHOWN_SQL, params)
         shown = [row[0] for row in cursor.fetchall()]
     assert "segment_space_pinned" in plan and "memory_segment_pkey" in plan, plan
     assert shown == [segments[0].id, segments[5].id]
@@ -276,7 +279,7 @@ def test_the_turns_around_a_strong_hit_come_with_it_but_never_before_it(space, m
         summary="a trip",
         messages=["we flew to Lisbon in March", "the food there was lovely", "my sister came along", "it was warm"],
     )
-    any_neighbour = dataclasses.replace(retrieval.DEFAULT, neighbour_floor=0.0)
+    any_neighbour = dataclasses.replace(config.DEFAULT, neighbour_floor=0.0)
     result = retrieve(space=space, query="Lisbon flight", now=NOW, config=any_neighbour)
     neighbours = [p for p in result.ranked if "neighbour" in p.found_by]
     assert "the food there was lovely" in [p.page.user_message for p in neighbours]
@@ -325,7 +328,7 @@ def test_the_question_vector_reaches_postgresql_exactly(db):
 
     vector = np.random.default_rng(3).standard_normal(384).astype(np.float32)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT %s::vector", [retrieval._vector_text(vector)])
+        cursor.execute("SELECT %s::vector", [rows.vector_text(vector)])
         stored = cursor.fetchone()[0]  # pgvector's text form: the shortest digits of each float32
     assert np.array_equal(np.array(stored.strip("[]").split(","), dtype=np.float32), vector)
 

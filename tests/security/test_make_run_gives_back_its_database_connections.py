@@ -140,7 +140,7 @@ def test_twenty_parallel_chats_and_an_erasure_leave_no_connection_open_behind_th
 
 
 def test_a_side_reader_opens_a_fresh_connection_once_its_own_is_older_than_conn_max_age(db):
-    from memory.sql import rows_beside, side_readers
+    from memory.retrieval.side_readers import rows_beside, side_readers
 
     def backend() -> int:
         return rows_beside("SELECT pg_backend_pid()", {}).result(timeout=10)[0][0]

@@ -25,7 +25,7 @@ def _process() -> str:
 
 def _opener() -> str:
     stack = "".join(traceback.format_stack(limit=60))
-    return "broker" if "sqlalchemy" in stack else "side" if "memory/sql.py" in stack else "dj"
+    return "broker" if "sqlalchemy" in stack else "side" if "memory/retrieval/side_readers.py" in stack else "dj"
 
 
 if psycopg is not None:
