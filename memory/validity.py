@@ -166,10 +166,33 @@ class _Rule:
     pattern: re.Pattern[str]
     ends: bool = False  # the statement says the slot no longer holds the value
     needs: tuple[re.Pattern[str], ...] = ()  # the sentence must also hold each of these (a first-person word, a cue)
+    family: str = ""  # the kind of slot (the slot's name before any ":"): its TRIGGERS say when to try the rule
+
+
+# For each kind of slot, words that every one of its rules' patterns requires, searched once in the case-folded text,
+# so that a text holding none of them skips those rules (the rules' regexes were most of a retrieval's time when its
+# turns were read for the first time). Each is implied by the patterns below: a home needs a word of living or of a
+# home, a drink one of DRINKS, a trip's date a digit; tests/memory/test_validity.py checks that no claim is lost.
+TRIGGERS = {
+    "home": _any(LIVE, HOME),
+    "employer": _any(WORK, "job", "employer", "company"),
+    "occupation": _any(WORK, "job", "role", "position", "now"),
+    "drink": DRINKS,
+    "car": _any("driv", "car"),
+    "diet": DIETS,
+    "name": _any("name", "call me"),
+    "pet": PETS,
+    "trip": r"\d",
+    "favourite": "favou?rite",
+}
+
+
+TRIGGER_PATTERNS = {family: re.compile(words) for family, words in TRIGGERS.items()}
 
 
 def _rule(slot: str, *parts: str, ends: bool = False, needs: tuple[str, ...] = ()) -> _Rule:
-    return _Rule(slot, re.compile("".join(parts)), ends, tuple(re.compile(n, re.IGNORECASE) for n in needs))
+    needed = tuple(re.compile(n, re.IGNORECASE) for n in needs)
+    return _Rule(slot, re.compile("".join(parts)), ends, needed, family=slot.split(":")[0])
 
 
 # A sentence in the first person, for rules whose pattern does not start at its subject.
@@ -293,9 +316,14 @@ def _claims_of(scanned: str) -> tuple[Claim, ...]:
     each question, and a user's turns come back question after question (the rules' regexes were a fifth of a
     retrieval's time). Keyed by the scanned part of the text, so an entry is at most SCANNED_CHARS long."""
     found: list[Claim] = []
+    folded = scanned.casefold()
+    present = {family for family, trigger in TRIGGER_PATTERNS.items() if trigger.search(folded)}
+    rules = [rule for rule in RULES if rule.family in present]
+    if not rules:
+        return ()
     for sentence in _statements(scanned):
         said: list[tuple[int, Claim]] = []
-        for rule in RULES:
+        for rule in rules:
             if any(need.search(sentence) is None for need in rule.needs):
                 continue
             for match in rule.pattern.finditer(sentence):

@@ -2,46 +2,48 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import time
 
 import pytest
 
+from memory import validity
 from memory.validity import Claim, claims, current_claims, first_slot, replaced_by, same_value
 
+STATEMENTS = [
+    ("I drink a flat white every morning.", "drink", "flat white"),
+    ("The user drinks a flat white every morning.", "drink", "flat white"),
+    ("These days I have a matcha latte every morning.", "drink", "matcha latte"),
+    ("I live in Porto.", "home", "porto"),
+    ("We moved to Leeds last week!", "home", "leeds"),
+    ("The user moved to New York City in May.", "home", "new york city"),
+    ("Writing this from our new apartment in Osaka.", "home", "osaka"),
+    ("I work at Northwind Logistics.", "employer", "northwind logistics"),
+    ("I've started a new job at Arcadis.", "employer", "arcadis"),
+    ("I work as a barista at Grindhouse Coffee.", "occupation", "barista at grindhouse coffee"),
+    ("I'm now a data analyst, finally.", "occupation", "data analyst"),
+    ("My dog is called Biscuit.", "pet:dog", "biscuit"),
+    ("My trip to Lisbon was moved to 14 March.", "trip:lisbon", "14 march"),
+    ("Our flight to Kyoto is on March 3rd.", "trip:kyoto", "march 3rd"),
+    ("My favourite band is Radiohead.", "favourite:band", "radiohead"),
+    ("I drive a red Mazda 3.", "car", "red mazda 3"),
+    ("I'm vegetarian now.", "diet", "vegetarian"),
+    ("My name is Alice Smith.", "name", "alice smith"),
+    ("Our place in Leeds is tiny but we love it.", "home", "leeds"),
+    ("We packed everything up and relocated to Denver!", "home", "denver"),
+    ("I signed the lease on a flat in Ghent.", "home", "ghent"),
+    ("My mornings don't start until I've had a flat white.", "drink", "flat white"),
+    ("Every day begins with a matcha latte for me.", "drink", "matcha latte"),
+    ("I quit the old habit and now have a rooibos with honey instead.", "drink", "rooibos with honey"),
+    ("I finally bought a car: a red Mazda 3!", "car", "red mazda 3"),
+    ("We leave for Cape Town on 3 June 2024.", "trip:cape town", "3 june 2024"),
+    ("The airline cancelled our flight, so Lisbon is now on 14 March.", "trip:lisbon", "14 march"),
+    ("We pushed the Kyoto trip back, the new departure is 30 June.", "trip:kyoto", "30 june"),
+]
 
-@pytest.mark.parametrize(
-    ("text", "slot", "value"),
-    [
-        ("I drink a flat white every morning.", "drink", "flat white"),
-        ("The user drinks a flat white every morning.", "drink", "flat white"),
-        ("These days I have a matcha latte every morning.", "drink", "matcha latte"),
-        ("I live in Porto.", "home", "porto"),
-        ("We moved to Leeds last week!", "home", "leeds"),
-        ("The user moved to New York City in May.", "home", "new york city"),
-        ("Writing this from our new apartment in Osaka.", "home", "osaka"),
-        ("I work at Northwind Logistics.", "employer", "northwind logistics"),
-        ("I've started a new job at Arcadis.", "employer", "arcadis"),
-        ("I work as a barista at Grindhouse Coffee.", "occupation", "barista at grindhouse coffee"),
-        ("I'm now a data analyst, finally.", "occupation", "data analyst"),
-        ("My dog is called Biscuit.", "pet:dog", "biscuit"),
-        ("My trip to Lisbon was moved to 14 March.", "trip:lisbon", "14 march"),
-        ("Our flight to Kyoto is on March 3rd.", "trip:kyoto", "march 3rd"),
-        ("My favourite band is Radiohead.", "favourite:band", "radiohead"),
-        ("I drive a red Mazda 3.", "car", "red mazda 3"),
-        ("I'm vegetarian now.", "diet", "vegetarian"),
-        ("My name is Alice Smith.", "name", "alice smith"),
-        ("Our place in Leeds is tiny but we love it.", "home", "leeds"),
-        ("We packed everything up and relocated to Denver!", "home", "denver"),
-        ("I signed the lease on a flat in Ghent.", "home", "ghent"),
-        ("My mornings don't start until I've had a flat white.", "drink", "flat white"),
-        ("Every day begins with a matcha latte for me.", "drink", "matcha latte"),
-        ("I quit the old habit and now have a rooibos with honey instead.", "drink", "rooibos with honey"),
-        ("I finally bought a car: a red Mazda 3!", "car", "red mazda 3"),
-        ("We leave for Cape Town on 3 June 2024.", "trip:cape town", "3 june 2024"),
-        ("The airline cancelled our flight, so Lisbon is now on 14 March.", "trip:lisbon", "14 march"),
-        ("We pushed the Kyoto trip back, the new departure is 30 June.", "trip:kyoto", "30 june"),
-    ],
-)
+
+@pytest.mark.parametrize(("text", "slot", "value"), STATEMENTS)
 def test_a_first_person_statement_claims_the_value_of_its_slot(text, slot, value):
     assert Claim(slot, value) in claims(text)
 
@@ -100,6 +102,18 @@ def test_values_compare_as_whole_words_without_articles_and_case():
 def test_a_facts_slot_is_its_last_claim():
     assert first_slot("The user moved to Leeds.") == "home"
     assert first_slot("The user likes hiking.") == ""
+
+
+def test_a_rule_is_skipped_only_when_no_text_it_could_match_holds_its_words(monkeypatch):
+    texts = [text for text, _, _ in STATEMENTS] + [
+        "I drink teaching notes", "MY HOUSE IN PORTO is lovely", "I now drink a ﬂat white", "my dog is called Rex",
+        "I'VE STARTED WORK AT ACME.", "we leave for Oslo on 3/4", "I have given up coffee", "Call me Ishmael.",
+    ]  # fmt: skip
+    with_triggers = [validity._claims_of.__wrapped__(text) for text in texts]
+    every_rule = {**validity.TRIGGER_PATTERNS, "": re.compile("")}
+    monkeypatch.setattr(validity, "TRIGGER_PATTERNS", every_rule)
+    monkeypatch.setattr(validity, "RULES", tuple(dataclasses.replace(rule, family="") for rule in validity.RULES))
+    assert [validity._claims_of.__wrapped__(text) for text in texts] == with_triggers
 
 
 def test_a_hostile_input_is_read_in_linear_time():
