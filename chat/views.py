@@ -33,11 +33,12 @@ from memory.selectors import self_service
 from memory.selectors.case import case_search
 from memory.selectors.items import knowledge_get, page_get, profile_version_get, segment_get
 from memory.selectors.people import assistant_get, assistant_list
+from memory.selectors.retention import legal_hold_active
 from memory.selectors.tenancy import end_user_for_account
 from memory.services import governance
 from memory.services.audit import Actor
 from memory.services.governance import memory_read_record
-from memory.services.legal_hold import LegalHoldActive, legal_hold_active
+from memory.services.legal_hold import LegalHoldActive
 from memory.services.turns import EndUserClosed, space_get_or_create
 from memory.text import text_refusal
 

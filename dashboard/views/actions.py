@@ -22,8 +22,9 @@ from memory.roles import Permission
 from memory.selectors.escalations import escalation_get
 from memory.selectors.items import profile_version_list
 from memory.selectors.people import end_user_get
+from memory.selectors.retention import legal_hold_active
 from memory.services.governance import GovernanceError, profile_edit
-from memory.services.legal_hold import LegalHoldActive, legal_hold_active
+from memory.services.legal_hold import LegalHoldActive
 from memory.services.turns import EndUserClosed
 from memory.services.validity import escalation_resolve
 

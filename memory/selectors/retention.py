@@ -36,3 +36,8 @@ def legal_hold_list(*, tenant: Tenant, end_user: EndUser | None = None, active: 
     if active is not None:
         holds = holds.filter(released_at__isnull=active)
     return holds
+
+
+def legal_hold_active(*, end_user: EndUser) -> LegalHold | None:
+    """The end user's active hold, or None."""
+    return LegalHold.objects.filter(end_user_id=end_user.pk, released_at__isnull=True).first()
