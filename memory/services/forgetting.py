@@ -44,16 +44,12 @@ from memory.models import (
 from memory.models.tiers import ProfileAuthor
 from memory.offline import chain_summary, profile_merge
 from memory.quotes import Quote, quote, quotes_any, quotes_of, redact, redact_json, said_in
+from memory.selectors.personal_data import personal_data_policy_or_default
 from memory.services.audit import Actor, audit_record, audit_tombstone_entries, audit_tombstone_target
 from memory.services.embedding_state import embedder_for_store
 from memory.services.jobs import job_claim, job_done, job_release, job_renew, jobs_due, lease_kept
 from memory.services.passages import page_passages_set, page_vectors_embed
-from memory.services.personal_data import (
-    personal_data_policy_get,
-    redactor_for,
-    review_state_for,
-    steps_for_prompts,
-)
+from memory.services.personal_data import redactor_for, review_state_for, steps_for_prompts
 from memory.services.promotion import text_hash
 from memory.services.webhook_events import item_data, webhook_event_emit, webhook_events_forget
 from memory.statements import about_user, to_user
@@ -673,7 +669,7 @@ def _profile_rederive(end_user_id: int) -> ProfileVersion | None:
     turns = [TurnText(f.text, "", f.created_at) for f in facts.order_by("created_at", "id").without_vectors()]
     steps = steps_for_prompts(get_steps(), tenant=current.end_user.tenant_id)  # the model never reads masked data
     text = steps.profile_update(profile="", pages=turns).strip() if turns else ""
-    policy = personal_data_policy_get(tenant=current.end_user.tenant_id)
+    policy = personal_data_policy_or_default(tenant=current.end_user.tenant_id)
     text = redactor_for(policy, PersonalDataAction.DO_NOT_STORE)(text)
     ProfileVersion.objects.filter(end_user_id=end_user_id, stale=True).update(stale=False)
     if not text or text == current.text:
