@@ -35,6 +35,7 @@ from memory.models.integration import JobKind
 from memory.models.privacy import PersonalDataPolicy, ReviewState
 from memory.models.tiers import IMPORTED_FROM, PageSource, ReplySource, Tier
 from memory.profile_withdrawal import profile_without
+from memory.selectors.heat import hot_segment_ids
 from memory.selectors.personal_data import personal_data_policy_or_default
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
@@ -48,7 +49,6 @@ from memory.services.turns import (
     space_get_or_create,
     stm_evict_overflow,
 )
-from memory.services.updating import hot_segment_ids
 from memory.services.webhook_events import facts_learned, webhook_events_emit
 from memory.steps import get_steps
 
