@@ -18,9 +18,9 @@ from memory.embeddings import use_embedder
 from memory.llm import use_llm
 from memory.models import ChatReply, EndUser, Page, PagePassage
 from memory.retrieval import DEFAULT, ScoredPage, retrieve
+from memory.selectors.gdpr import user_export_data
 from memory.services.audit import Actor
 from memory.services.bundle_import import memory_import
-from memory.services.gdpr import user_export_data
 from memory.services.tenancy import end_user_create
 from memory.text import PASSAGE_CHARS, passage_span_at
 from tests import builders
