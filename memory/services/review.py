@@ -21,9 +21,9 @@ from memory.models import KnowledgeEntry, LegalHold, Page, ProfileVersion, Revie
 from memory.models.integration import JobKind
 from memory.models.tiers import KnowledgeKind, ProfileAuthor
 from memory.profile_withdrawal import ProfileWithdrawal, profile_without
+from memory.selectors.forgetting import ForgetImpact, plan_pages_forget
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
-from memory.services.forgetting import ForgetImpact, plan_pages_forget
 from memory.services.governance import GovernanceError, _audit, _item_owner_lock, _reason, _text, pages_forget
 from memory.services.jobs import jobs_due
 from memory.services.legal_hold import legal_hold_check, legal_hold_for_deletion

@@ -135,13 +135,6 @@ NOT_A_HOLDS_BUSINESS = {
     ("webhook_delivery", "webhook_log_expire"): "notifications already sent to the tenant's systems, not memory",
     ("passages", "page_passages_set"): "a page's passage vectors, written again with its new text (the page stays)",
     ("personal_data", "_knowledge_merged"): "a fact folded into its identical twin, whose sources it keeps",
-    ("forgetting", "_plan_facts"): "a plan, applied by plan_apply",
-    ("forgetting", "_plan_profile_versions"): "a plan, applied by plan_apply",
-    ("forgetting", "_plan_records"): "a plan, applied by plan_apply",
-    ("forgetting", "_plan_segments"): "a plan, applied by plan_apply",
-    ("forgetting", "plan_pages_forget"): "a plan, applied by plan_apply",
-    ("forgetting", "plan_knowledge_forget"): "a plan, applied by plan_apply",
-    ("forgetting", "plan_profile_version_forget"): "a plan, applied by plan_apply",
 }
 SERVICES = Path(__file__).resolve().parents[2] / "memory" / "services"
 
