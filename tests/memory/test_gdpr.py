@@ -10,7 +10,8 @@ from django.db import connection
 
 from memory.models import AuditEntry, EndUser, ErasureReceipt, MemorySpace, Page, ProfileVersion
 from memory.selectors.gdpr import user_export_data
-from memory.services.audit import Actor, audit_verify
+from memory.selectors.governance import audit_verify
+from memory.services.audit import Actor
 from memory.services.gdpr import receipt_verify, user_erase
 from memory.services.governance import knowledge_update, memory_flag_set, profile_edit
 from tests import builders

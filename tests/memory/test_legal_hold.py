@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from memory.models import AuditEntry, EndUser, KnowledgeEntry, LegalHold, Page, ProfileVersion, Segment
+from memory.selectors.governance import audit_verify
 from memory.selectors.retention import legal_hold_active
-from memory.services.audit import Actor, audit_verify
+from memory.services.audit import Actor
 from memory.services.gdpr import user_erase
 from memory.services.governance import (
     knowledge_forget,

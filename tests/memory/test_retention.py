@@ -20,8 +20,9 @@ from memory.models import (
     RetentionRun,
     Segment,
 )
+from memory.selectors.governance import audit_verify
 from memory.selectors.retention import months_before, retention_plan
-from memory.services.audit import Actor, audit_verify
+from memory.services.audit import Actor
 from memory.services.gdpr import receipt_verify
 from memory.services.governance import memory_flag_set
 from memory.services.legal_hold import legal_hold_place, legal_hold_release

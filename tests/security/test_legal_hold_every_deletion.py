@@ -12,7 +12,8 @@ import pytest
 from memory.models import AuditEntry, KnowledgeEntry, MemoryEvent, Page, Segment
 from memory.models.events import EventKind
 from memory.models.tiers import Tier
-from memory.services.audit import Actor, audit_verify
+from memory.selectors.governance import audit_verify
+from memory.services.audit import Actor
 from memory.services.legal_hold import legal_hold_place, legal_hold_release
 from memory.services.promotion import knowledge_enforce_capacity
 from memory.services.updating import segments_evict_past_capacity
