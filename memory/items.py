@@ -3,8 +3,8 @@
 Each kind names its model, what people call it, its flags, the fields its update service edits, how to find one in
 a tenant, its update and forget services, (facts and profile versions) its review service and (facts and turns) its
 outdated and current services. The console's actions, buttons and review queue, the API's item, outdated and review
-routes and the 404 messages of both read this table: adding a flag or a kind means changing it and its services,
-nothing else.
+routes and the not-found wording of every interface (memory.not_found) read this table: adding a flag or a kind
+means changing it and its services, nothing else.
 The services themselves need no table: an item knows its kind (`item_kind`) and its owner (`end_user`).
 """
 
