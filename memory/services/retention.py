@@ -1,12 +1,12 @@
-"""Retention: a tenant's policy (maximum age per tier, an inactivity rule), the plan of what its next run removes,
-and the run that carries the plan out in a bounded batch.
+"""Retention: a tenant's policy (maximum age per tier, an inactivity rule) and the run that carries out the plan of
+what its next run removes, in a bounded batch.
 
 The console's dry run and the run call the same planner (`retention_plan`, memory.selectors.retention), so the
-preview is what happens. Items
-go through the services that forget or erase them by hand (memory.services.governance, memory.services.gdpr), so
-what was derived from them and copies of their text are handled as for a manual forget; inactive users are erased
-with a receipt, as a manual erasure. Users under legal hold are left out of the plan, and a hold placed after
-planning is honoured by those services (the item is counted as skipped).
+preview is what happens. Items go through the services that forget or erase them by hand
+(memory.services.governance, memory.services.gdpr), so what was derived from them and copies of their text are
+handled as for a manual forget; inactive users are erased with a receipt, as a manual erasure. Users under legal
+hold are left out of the plan, and a hold placed after planning is honoured by those services (the item is counted
+as skipped).
 """
 
 from __future__ import annotations
