@@ -12,6 +12,7 @@ from rest_framework import exceptions
 from rest_framework.request import Request
 
 from memory.models import ApiToken, Membership, Tenant
+from memory.not_found import not_found_message
 from memory.roles import PERMISSIONS
 from memory.services.audit import Actor
 
@@ -49,7 +50,7 @@ def _operator_principal(request: Request) -> Principal:
         memberships = memberships.filter(tenant__slug=slug)
     found = list(memberships[:2])
     if not found:
-        raise exceptions.NotFound("No such tenant.")
+        raise exceptions.NotFound(not_found_message(Tenant.DoesNotExist))
     if len(found) > 1:
         raise exceptions.ValidationError({TENANT_HEADER: ["You belong to several tenants: name one in this header."]})
     membership = found[0]

@@ -12,7 +12,7 @@ from django.template.loader import render_to_string
 from django.utils.dateparse import parse_datetime
 
 from memory.models import EndUser
-from memory.services.gdpr import user_export_data
+from memory.selectors.gdpr import user_export_data
 
 VECTOR_KEYS = frozenset({"embedding", "embeddings", "vector", "vectors"})
 HTML_NAME, JSON_NAME = "my-memory.html", "my-memory.json"

@@ -36,10 +36,10 @@ from memory.models import (
 from memory.models.tiers import PageSource, ReplySource
 from memory.retrieval.result import RetrievalResult
 from memory.retrieval.search import retrieve
+from memory.selectors.personal_data import personal_data_policy_or_default
 from memory.services.audit import Actor
 from memory.services.governance import reply_memory_record
 from memory.services.personal_data import redactor_for
-from memory.services.personal_data_policy import personal_data_policy_get
 from memory.services.replies import chat_reply_claim, chat_reply_complete, chat_reply_fail
 from memory.services.turns import InvalidTurn, end_user_closed_check, space_get_or_create, turn_record
 from memory.services.visits import retrieval_visits_record
@@ -209,7 +209,7 @@ def reply_draft(
         raise InvalidMessage("This conversation is closed: the account or the assistant has been deactivated.")
     try:
         space = space_get_or_create(end_user=end_user, assistant=assistant)
-        policy = personal_data_policy_get(tenant=end_user.tenant_id)
+        policy = personal_data_policy_or_default(tenant=end_user.tenant_id)
         reply, claimed = chat_reply_claim(
             space=space, idempotency_key=idempotency_key, user_message=message, policy=policy
         )

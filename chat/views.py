@@ -29,15 +29,17 @@ from chat.http import HtmxHttpRequest
 from chat.services import ReplyResult, reply_generate
 from memory.items import ITEM_KINDS
 from memory.models import Assistant, EndUser
+from memory.not_found import not_found_message
 from memory.selectors import self_service
 from memory.selectors.case import case_search
 from memory.selectors.items import knowledge_get, page_get, profile_version_get, segment_get
 from memory.selectors.people import assistant_get, assistant_list
+from memory.selectors.retention import legal_hold_active
 from memory.selectors.tenancy import end_user_for_account
 from memory.services import governance
 from memory.services.audit import Actor
 from memory.services.governance import memory_read_record
-from memory.services.legal_hold import LegalHoldActive, legal_hold_active
+from memory.services.legal_hold import LegalHoldActive
 from memory.services.turns import EndUserClosed, space_get_or_create
 from memory.text import text_refusal
 
@@ -61,16 +63,16 @@ def _pair_or_404(request: HtmxHttpRequest, assistant_id: str) -> tuple[EndUser, 
     end_user = _chat_user_or_404(request)
     try:
         return end_user, assistant_get(tenant=end_user.tenant, external_id=assistant_id, active=True)
-    except Assistant.DoesNotExist:
-        raise Http404("No such assistant") from None
+    except Assistant.DoesNotExist as missing:
+        raise Http404(not_found_message(missing)) from None
 
 
 def _own_or_404(selector: Callable[..., T], end_user: EndUser, **lookup) -> T:
     """An item of the end user's own memory (`selector` scoped to them); anyone else's, or a gone one, is 404."""
     try:
         return selector(tenant=end_user.tenant, end_user=end_user, **lookup)
-    except ObjectDoesNotExist:
-        raise Http404("No such memory") from None
+    except ObjectDoesNotExist as missing:
+        raise Http404(not_found_message(missing)) from None
 
 
 # --- The chat -------------------------------------------------------------------------------------------------------

@@ -14,24 +14,14 @@ from django.http import Http404, HttpRequest
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from dashboard.masking import CONSOLE_ATTRIBUTE
-from memory.items import ITEM_KINDS
 from memory.models import (
-    ApiToken,
-    Assistant,
-    DataSubjectRequest,
     EndUser,
-    ErasureReceipt,
-    Escalation,
-    ExportJob,
     PersonalDataAction,
     PersonalDataPolicy,
-    PersonalDataScan,
-    RetentionRun,
     Role,
     Tenant,
-    WebhookDelivery,
-    WebhookEndpoint,
 )
+from memory.not_found import not_found_message
 from memory.roles import Permission, role_for, role_grants, tenant_for_operator_or_404
 from memory.services.audit import Actor
 from memory.services.governance import memory_read_record
@@ -102,28 +92,13 @@ def console_reveal(request: HttpRequest, console: Console) -> Console:
 
 T = TypeVar("T")
 
-# What a missing object is called on a 404 page, by the exception its selector raises.
-NOT_FOUND = {
-    EndUser.DoesNotExist: "end user",
-    ExportJob.DoesNotExist: "export",
-    ErasureReceipt.DoesNotExist: "receipt",
-    ApiToken.DoesNotExist: "token",
-    Assistant.DoesNotExist: "assistant",
-    RetentionRun.DoesNotExist: "retention run",
-    PersonalDataScan.DoesNotExist: "scan",
-    DataSubjectRequest.DoesNotExist: "request",
-    Escalation.DoesNotExist: "escalation",
-    WebhookEndpoint.DoesNotExist: "webhook endpoint",
-    WebhookDelivery.DoesNotExist: "webhook delivery",
-} | {kind.model.DoesNotExist: kind.label for kind in ITEM_KINDS.values()}
-
 
 def get_or_404(selector: Callable[..., T], /, **lookup) -> T:
-    """`selector(**lookup)`, or 404 ("No such end user") when it raises its model's DoesNotExist."""
+    """`selector(**lookup)`, or 404 ("No such user.", memory.not_found) when it raises its model's DoesNotExist."""
     try:
         return selector(**lookup)
     except ObjectDoesNotExist as missing:
-        raise Http404(f"No such {NOT_FOUND.get(type(missing), 'object')}") from None
+        raise Http404(not_found_message(missing)) from None
 
 
 def actor_of(request: HttpRequest) -> Actor:

@@ -14,10 +14,10 @@ from django.core.exceptions import ObjectDoesNotExist, RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework.exceptions import APIException
 
-from api.views.base import NOT_FOUND
 from chat.services import InvalidMessage
 from integrations.access import AssistantUnnamed, NotAuthenticated, RateLimited, ScopeMissing
 from integrations.tools import ToolFailure
+from memory.not_found import not_found_message
 from memory.services.conversation import PartyInactive
 from memory.services.governance import GovernanceError
 from memory.services.legal_hold import LegalHoldActive
@@ -45,7 +45,7 @@ def problem_of(exc: Exception) -> Problem | None:
     if isinstance(exc, RateLimited):
         return Problem(429, "rate_limit_exceeded", str(exc), retry_after=math.ceil(exc.wait or 1))
     if isinstance(exc, ObjectDoesNotExist):
-        return Problem(404, "not_found", f"No such {NOT_FOUND.get(type(exc), 'object')}.")
+        return Problem(404, "not_found", not_found_message(exc))
     if isinstance(exc, EndUserClosed):
         if exc.erased:
             return Problem(410, "erased", "This user has been erased; nothing more is stored about them.")

@@ -3,8 +3,8 @@
 Each kind names its model, what people call it, its flags, the fields its update service edits, how to find one in
 a tenant, its update and forget services, (facts and profile versions) its review service and (facts and turns) its
 outdated and current services. The console's actions, buttons and review queue, the API's item, outdated and review
-routes and the 404 messages of both read this table: adding a flag or a kind means changing it and its services,
-nothing else.
+routes and the not-found wording of every interface (memory.not_found) read this table: adding a flag or a kind
+means changing it and its services, nothing else.
 The services themselves need no table: an item knows its kind (`item_kind`) and its owner (`end_user`).
 """
 
@@ -16,9 +16,15 @@ from dataclasses import dataclass
 from django.db.models import Model
 
 from memory.models import KnowledgeEntry, Page, ProfileVersion, Segment
+from memory.selectors.forgetting import (
+    ForgetImpact,
+    knowledge_forget_impact,
+    page_forget_impact,
+    profile_version_forget_impact,
+    segment_forget_impact,
+)
 from memory.selectors.items import knowledge_get, page_get, profile_version_get, segment_get
-from memory.services import forgetting, governance, review, validity
-from memory.services.forgetting import ForgetImpact
+from memory.services import governance, review, validity
 from memory.services.governance import FLAG_VERBS
 
 # What each action verb does to a flag: pin sets `pinned`, unpin clears it, and so on.
@@ -104,7 +110,7 @@ ITEM_KINDS = {
             get=page_get,
             update=governance.page_update,
             forget=governance.page_forget,
-            impact=forgetting.page_forget_impact,
+            impact=page_forget_impact,
             outdated=validity.page_mark_outdated,
             current=validity.page_mark_current,
         ),
@@ -118,7 +124,7 @@ ITEM_KINDS = {
             get=segment_get,
             update=governance.segment_update,
             forget=governance.segment_forget,
-            impact=forgetting.segment_forget_impact,
+            impact=segment_forget_impact,
         ),
         ItemKind(
             name="knowledge",
@@ -130,7 +136,7 @@ ITEM_KINDS = {
             get=knowledge_get,
             update=governance.knowledge_update,
             forget=governance.knowledge_forget,
-            impact=forgetting.knowledge_forget_impact,
+            impact=knowledge_forget_impact,
             review=review.knowledge_review,
             outdated=validity.knowledge_mark_outdated,
             current=validity.knowledge_mark_current,
@@ -145,7 +151,7 @@ ITEM_KINDS = {
             get=profile_version_get,
             update=governance.profile_version_update,
             forget=governance.profile_version_forget,
-            impact=forgetting.profile_version_forget_impact,
+            impact=profile_version_forget_impact,
             review=review.profile_version_review,
         ),
     )

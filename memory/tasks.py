@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from memory.embeddings import EmbeddingUnavailable
 from memory.models import Tenant
+from memory.selectors.retention import retention_tenants
 from memory.services.data_subject_requests import data_subject_requests_due_soon_emit
 from memory.services.forgetting import profile_rederive
 from memory.services.gdpr_export import export_build, exports_expire
@@ -17,7 +18,7 @@ from memory.services.import_jobs import memory_import_run
 from memory.services.jobs import RETRY_DELAYS, jobs_requeue
 from memory.services.personal_data import personal_data_rescan
 from memory.services.promotion import segment_promote
-from memory.services.retention import retention_run, retention_run_daily, retention_tenants
+from memory.services.retention import retention_run, retention_run_daily
 from memory.services.updating import pages_place, segment_visits_count
 from memory.services.webhook_delivery import webhook_deliver, webhook_deliveries_requeue, webhook_log_expire
 from memory.steps.types import StepFailed

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from memory.models import EndUser, HeatSample, KnowledgeEntry, Page, ProfileVersion, Segment
+from memory.selectors.gdpr import user_export_data
 from memory.services.audit import Actor
-from memory.services.gdpr import user_export_data
 from memory.services.governance import memory_flag_set
 from tests import builders
 

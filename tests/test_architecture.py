@@ -279,6 +279,18 @@ def _nearest_module(name: str, modules: set[str]) -> str | None:
     return None
 
 
+def _from_module(statement: ast.ImportFrom, path: str) -> str:
+    """The module a `from ... import` names, relative imports resolved against `path`."""
+    base = statement.module or ""
+    if statement.level:
+        package = module_name(path).split(".")
+        if not path.endswith("__init__.py"):
+            package = package[:-1]
+        package = package[: len(package) - statement.level + 1]
+        base = ".".join([*package, base] if base else package)
+    return base
+
+
 def _imported_modules(statement: ast.Import | ast.ImportFrom, path: str, modules: set[str]) -> Iterator[str | None]:
     """Project modules a statement names: `from pkg import name` is `pkg.name` if that is a module, else `pkg`.
 
@@ -288,13 +300,7 @@ def _imported_modules(statement: ast.Import | ast.ImportFrom, path: str, modules
         for alias in statement.names:
             yield _nearest_module(alias.name, modules)
         return
-    base = statement.module or ""
-    if statement.level:
-        package = module_name(path).split(".")
-        if not path.endswith("__init__.py"):
-            package = package[:-1]
-        package = package[: len(package) - statement.level + 1]
-        base = ".".join([*package, base] if base else package)
+    base = _from_module(statement, path)
     for alias in statement.names:
         candidate = f"{base}.{alias.name}"
         yield candidate if candidate in modules else _nearest_module(base, modules)
@@ -464,3 +470,115 @@ def test_the_name_rule_catches_two_modules_of_one_name():
     assert modules_sharing_a_name([("memory/steps/__init__.py", ""), ("evaluation/steps.py", "")]) == [
         "steps: memory/steps/__init__.py, evaluation/steps.py"
     ]
+
+
+# --- selectors only read: no ORM write, no SQL that writes, no import of what writes ---------------------------------
+
+SELECTORS = "memory/selectors/"
+# Any call of these names counts, a dict's or a set's `.update()` too: selectors merge with `|=` instead, so the rule
+# needs no type inference. (A many-to-many manager's add/set/remove/clear share their names with set and list
+# methods, so they are left to review.)
+ORM_WRITES = frozenset(
+    {"save", "create", "get_or_create", "update_or_create", "update", "delete", "bulk_create", "bulk_update"}
+)
+SQL_WRITE = re.compile(r"\b(?:INSERT\s+INTO|UPDATE\s+\S+\s+SET|DELETE\s+FROM)\b", re.IGNORECASE)
+WRITERS = ("memory.services", "memory.tasks")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the module's, classes' and functions' docstring nodes: prose, not SQL."""
+    owners = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    return {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, owners) and node.body and isinstance(node.body[0], ast.Expr)
+    }
+
+
+def _string_text(node: ast.AST) -> str | None:
+    """A string literal's text; an f-string's with `{}` for each value."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(part.value if isinstance(part, ast.Constant) else "{}" for part in node.values)
+    return None
+
+
+def _write_in(node: ast.AST, path: str, skipped: set[int]) -> str | None:
+    """What makes one node a write, or None."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ORM_WRITES:
+        return f"calls .{node.func.attr}()"
+    text = None if id(node) in skipped else _string_text(node)
+    if text is not None and (match := SQL_WRITE.search(text)):
+        return f"SQL that writes ({match.group(0)})"
+    names = _absolute_imports(node)
+    if isinstance(node, ast.ImportFrom):
+        base = _from_module(node, path)
+        names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+    for name in names:
+        if any(name == writer or name.startswith(f"{writer}.") for writer in WRITERS):
+            return f"imports {name}"
+    return None
+
+
+def selectors_write(sources: Iterable[Source]) -> list[str]:
+    """Lines of memory/selectors/ that write: an ORM write, SQL that inserts, updates or deletes, or an import of
+    memory.services or memory.tasks (a read that needs one of them is a service's, or the caller's, job)."""
+    found = []
+    for path, text in sources:
+        if not path.startswith(SELECTORS):
+            continue
+        tree = ast.parse(text)
+        skipped = _docstrings(tree) | {
+            id(part) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for part in node.values
+        }
+        for node in ast.walk(tree):
+            if problem := _write_in(node, path, skipped):
+                found.append((node.lineno, f"{path}:{node.lineno}: {problem}"))
+    return [line for _, line in sorted(found)]
+
+
+def test_selectors_never_write():
+    sources = project_sources()
+
+    assert any(path.startswith(SELECTORS) for path, _ in sources)
+    assert selectors_write(sources) == []
+
+
+def test_the_selector_rule_catches_every_way_of_writing():
+    good = (
+        '"""Reads: nothing here may update a row or delete from a table."""\n'
+        "from memory.models import Page\n"
+        "from memory.selectors.items import page_get\n"
+        "from . import items\n"
+        "def page_list(*, tenant):\n"
+        '    """Pages, newest first (INSERT INTO nothing)."""\n'
+        "    wanted = set()\n"
+        "    wanted |= {1, 2}\n"
+        "    cursor.execute(f'SELECT id FROM {table} WHERE updated_at > %s')\n"
+        "    return Page.objects.filter(tenant=tenant).select_related('space')\n"
+    )
+    assert selectors_write([("memory/selectors/x.py", good)]) == []
+    assert selectors_write([("memory/services/x.py", "page.save()\nfrom memory.tasks import x_task\n")]) == []
+
+    for bad, expected in (
+        ("page.save()", "1: calls .save()"),
+        ("Page.objects.create(space=space)", "1: calls .create()"),
+        ("Segment.objects.get_or_create(pk=1)", "1: calls .get_or_create()"),
+        ("Segment.objects.update_or_create(pk=1, defaults={})", "1: calls .update_or_create()"),
+        ("Segment.objects.filter(pk=1).update(pinned=True)", "1: calls .update()"),
+        ("seen.update(ids)", "1: calls .update()"),
+        ("entry.delete()", "1: calls .delete()"),
+        ("KnowledgeEntry.objects.bulk_create(entries)", "1: calls .bulk_create()"),
+        ("Page.objects.bulk_update(pages, ['pinned'])", "1: calls .bulk_update()"),
+        ("cursor.execute('INSERT INTO memory_page (id) VALUES (1)')", "1: SQL that writes (INSERT INTO)"),
+        ("cursor.execute(f'update {table} set pinned = true')", "1: SQL that writes (update {} set)"),
+        ('SQL = """\n    DELETE FROM memory_page WHERE id = %s\n"""', "1: SQL that writes (DELETE FROM)"),
+        ("from memory.services.audit import audit_record", "1: imports memory.services.audit"),
+        ("from memory import services", "1: imports memory.services"),
+        ("from ..services import gdpr", "1: imports memory.services"),
+        ("import memory.tasks", "1: imports memory.tasks"),
+        ("def f():\n    from memory.tasks import page_task", "2: imports memory.tasks"),
+        ("importlib.import_module('memory.services.gdpr')", "1: imports memory.services.gdpr"),
+    ):
+        assert selectors_write([("memory/selectors/x.py", bad)]) == [f"memory/selectors/x.py:{expected}"]

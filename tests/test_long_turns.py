@@ -20,9 +20,9 @@ from memory.models import ChatReply, EndUser, Page, PagePassage
 from memory.retrieval.config import DEFAULT
 from memory.retrieval.result import ScoredPage
 from memory.retrieval.search import retrieve
+from memory.selectors.gdpr import user_export_data
 from memory.services.audit import Actor
 from memory.services.bundle_import import memory_import
-from memory.services.gdpr import user_export_data
 from memory.services.tenancy import end_user_create
 from memory.text import PASSAGE_CHARS, passage_span_at
 from tests import builders

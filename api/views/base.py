@@ -18,30 +18,21 @@ from rest_framework.views import APIView
 
 from api.access import Principal, principal_of
 from api.permissions import HasScope
-from memory.items import ITEM_KINDS
-from memory.models import Assistant, EndUser, ErasureReceipt, ExportJob, MemoryImport, Tenant
+from memory.models import Tenant
+from memory.not_found import not_found_message
 from memory.personal_data import mask_json
 from memory.services.audit import Actor
 from memory.services.personal_data import console_redactor
 
 T = TypeVar("T")
 
-# What a missing object is called in a 404's message, by the exception its selector raises.
-NOT_FOUND = {
-    EndUser.DoesNotExist: "user",
-    Assistant.DoesNotExist: "assistant",
-    ExportJob.DoesNotExist: "export",
-    ErasureReceipt.DoesNotExist: "erasure receipt",
-    MemoryImport.DoesNotExist: "import",
-} | {kind.model.DoesNotExist: kind.label for kind in ITEM_KINDS.values()}
-
 
 def get_or_not_found(selector: Callable[..., T], /, **lookup) -> T:
-    """`selector(**lookup)`, or a 404 ("No such user.") when it raises its model's DoesNotExist."""
+    """`selector(**lookup)`, or a 404 ("No such user.", memory.not_found) when it raises its model's DoesNotExist."""
     try:
         return selector(**lookup)
     except ObjectDoesNotExist as missing:
-        raise NotFound(f"No such {NOT_FOUND.get(type(missing), 'object')}.") from None
+        raise NotFound(not_found_message(missing)) from None
 
 
 # Values that name things rather than say them: an operator needs them unmasked to ask for the thing again.

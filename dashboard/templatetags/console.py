@@ -12,8 +12,8 @@ from dashboard.highlights import highlight
 from memory import audit_labels
 from memory.items import ITEM_KINDS
 from memory.models import LegalHold
-from memory.services.gdpr import KEPT_TOMBSTONES, erased_total
-from memory.services.legal_hold import legal_hold_active
+from memory.selectors.gdpr import KEPT_TOMBSTONES, erased_total
+from memory.selectors.retention import legal_hold_active
 
 register = template.Library()
 

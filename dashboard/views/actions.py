@@ -17,13 +17,15 @@ from dashboard.console import Console, actor_of, console_or_404, get_or_404, pag
 from dashboard.forms import KnowledgeEditForm, OutdatedForm, ProfileEditForm, ReasonForm, SegmentEditForm
 from dashboard.templatetags.console import action_label
 from memory.items import FLAG_ACTIONS, ITEM_KINDS, ItemKind
-from memory.models import Escalation, EscalationState
+from memory.models import EndUser, Escalation, EscalationState
+from memory.not_found import not_found_message
 from memory.roles import Permission
 from memory.selectors.escalations import escalation_get
 from memory.selectors.items import profile_version_list
 from memory.selectors.people import end_user_get
+from memory.selectors.retention import legal_hold_active
 from memory.services.governance import GovernanceError, profile_edit
-from memory.services.legal_hold import LegalHoldActive, legal_hold_active
+from memory.services.legal_hold import LegalHoldActive
 from memory.services.turns import EndUserClosed
 from memory.services.validity import escalation_resolve
 
@@ -72,10 +74,10 @@ def _escalation_or_404(request: HttpRequest, console: Console, kind: str, item) 
     if not escalation_id:
         return None
     if not escalation_id.isdigit():
-        raise Http404("No such escalation")
+        raise Http404(not_found_message(Escalation.DoesNotExist))
     escalation = get_or_404(escalation_get, tenant=console.tenant, id=int(escalation_id))
     if (escalation.target_type, escalation.target_id, escalation.state) != (kind, item.pk, EscalationState.OPEN):
-        raise Http404("No such escalation")
+        raise Http404(not_found_message(Escalation.DoesNotExist))
     return escalation
 
 
@@ -113,7 +115,7 @@ def memory_action(request: HttpRequest, slug: str, kind: str, item_id: int, acti
         except (GovernanceError, LegalHoldActive) as exc:
             form.add_error(None, str(exc))
         except EndUserClosed:  # erased while the form was open
-            raise Http404("No such end user") from None
+            raise Http404(not_found_message(EndUser.DoesNotExist)) from None
     context = {"console": console, "kind": kind, "label": item_kind.label, "action": action, "item": item}
     context |= {"form": form, "next": safe_next(request, owner_url), "owner": item.end_user, "escalation": escalation}
     if action == "forget":  # the same plan the forget will carry out, so the preview matches what happens
@@ -140,7 +142,7 @@ def profile_change(request: HttpRequest, slug: str, end_user_id: int) -> HttpRes
         except GovernanceError as exc:
             form.add_error(None, str(exc))
         except EndUserClosed:  # erased while the form was open
-            raise Http404("No such end user") from None
+            raise Http404(not_found_message(EndUser.DoesNotExist)) from None
     context = {"console": console, "kind": "profile", "label": "profile", "action": "edit", "item": current}
     context |= {"form": form, "next": safe_next(request, user_url), "owner": end_user}
     return render(request, page_or_partial(request, "dashboard/action.html", "form"), context)

@@ -17,7 +17,7 @@ from dashboard.console import Console, console_or_404, page_or_partial
 from dashboard.forms import AuditFilterForm
 from memory.roles import Permission
 from memory.selectors.console import AuditFilter, audit_actions, audit_entries, audit_entry_at, audit_summary
-from memory.services.audit import audit_verify
+from memory.selectors.governance import audit_verify
 
 ENTRIES_PER_PAGE = 50
 CSV_COLUMNS = ["seq", "time", "actor_kind", "actor", "action", "end_user", "subject_id", "target_type", "target_id"]

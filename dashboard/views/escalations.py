@@ -16,6 +16,8 @@ from django_htmx.http import HttpResponseClientRedirect
 from dashboard.console import actor_of, console_or_404, get_or_404, page_or_partial, request_id_of, safe_next
 from dashboard.forms import EscalationForm, EscalationSettleForm
 from memory.items import ITEM_KINDS
+from memory.models import EndUser
+from memory.not_found import not_found_message
 from memory.roles import Permission
 from memory.selectors.escalations import escalation_get, escalation_list, escalation_targets
 from memory.services.governance import GovernanceError
@@ -44,7 +46,7 @@ def escalation_flag(request: HttpRequest, slug: str, kind: str, item_id: int) ->
         except GovernanceError as exc:
             form.add_error(None, str(exc))
         except EndUserClosed:
-            raise Http404("No such end user") from None
+            raise Http404(not_found_message(EndUser.DoesNotExist)) from None
     context = {"console": console, "kind": kind, "label": ITEM_KINDS[kind].label, "action": "flag", "item": item}
     context |= {"form": form, "next": back, "owner": item.end_user}
     return render(request, page_or_partial(request, "dashboard/action.html", "form"), context)

@@ -24,11 +24,12 @@ from memory.selectors.governance import (
     memory_import_list,
 )
 from memory.selectors.people import assistant_list, end_user_get
+from memory.selectors.retention import legal_hold_active
 from memory.services.bundle_import import ImportRefused, bundle_stage, memory_import, memory_import_staged
 from memory.services.gdpr import receipt_verify, user_erase
 from memory.services.gdpr_export import ExportUnavailable, export_file, export_request
 from memory.services.import_jobs import import_in_background, memory_import_staged_queue
-from memory.services.legal_hold import LegalHoldActive, legal_hold_active
+from memory.services.legal_hold import LegalHoldActive
 from memory.services.turns import EndUserClosed
 
 EXPORTS_SHOWN = 50

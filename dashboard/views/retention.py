@@ -14,16 +14,16 @@ from dashboard.forms import AssistantRetentionForm, LegalHoldForm, ReasonForm, R
 from memory.models.retention import ASSISTANT_TIERS, RETENTION_TIERS
 from memory.roles import Permission
 from memory.selectors.people import assistant_get, assistant_list, end_user_get
-from memory.selectors.retention import legal_hold_list, retention_policy_list, retention_run_get, retention_run_list
-from memory.services.legal_hold import LegalHoldError, legal_hold_place, legal_hold_release
-from memory.services.retention import (
+from memory.selectors.retention import (
     LIMIT_FIELDS,
-    TIER_WORDS,
+    legal_hold_list,
     retention_plan,
-    retention_policy_delete,
-    retention_policy_set,
-    retention_run_request,
+    retention_policy_list,
+    retention_run_get,
+    retention_run_list,
 )
+from memory.services.legal_hold import LegalHoldError, legal_hold_place, legal_hold_release
+from memory.services.retention import TIER_WORDS, retention_policy_delete, retention_policy_set, retention_run_request
 from memory.services.turns import EndUserClosed
 
 RUNS_SHOWN = 30

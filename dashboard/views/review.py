@@ -16,6 +16,8 @@ from dashboard.console import actor_of, console_or_404, get_or_404, request_id_o
 from dashboard.diffs import pending_profile_diff
 from dashboard.forms import ReviewForm
 from memory.items import ITEM_KINDS
+from memory.models import EndUser
+from memory.not_found import not_found_message
 from memory.roles import Permission
 from memory.selectors.review import approved_profiles_of, pending_knowledge_list, pending_profile_version_list
 from memory.services.governance import GovernanceError
@@ -81,7 +83,7 @@ def _decide(request: HttpRequest, kind: str, item, data: dict):
     except (GovernanceError, LegalHoldActive) as exc:
         return None, None, f"Nothing was changed: {exc}."
     except EndUserClosed:
-        raise Http404("No such end user") from None
+        raise Http404(not_found_message(EndUser.DoesNotExist)) from None
 
 
 @require_POST

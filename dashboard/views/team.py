@@ -17,6 +17,7 @@ from dashboard.console import Console, actor_of, console_or_404
 from dashboard.forms import InvitationForm, RoleForm
 from dashboard.invitations import invitation_send
 from memory.models import Membership, Role
+from memory.not_found import not_found_message
 from memory.roles import Permission
 from memory.selectors.team import membership_list
 from memory.services.team import Invitation, TeamError, membership_invite, membership_remove, membership_role_set
@@ -79,8 +80,8 @@ def team_role(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
     except TeamError as exc:
         messages.error(request, f"Nothing was changed: {exc}.")
         return _after(request, console)
-    except Membership.DoesNotExist:
-        raise Http404("No such operator") from None
+    except Membership.DoesNotExist as missing:
+        raise Http404(not_found_message(missing)) from None
     if changed:
         messages.success(request, "The role was changed: it applies from their next page on.")
     return _after(request, console, changed_self=changed and user_id == request.user.pk)
@@ -96,7 +97,7 @@ def team_remove(request: HttpRequest, slug: str, user_id: int) -> HttpResponse:
     except TeamError as exc:
         messages.error(request, f"Nothing was changed: {exc}.")
         return _after(request, console)
-    except Membership.DoesNotExist:
-        raise Http404("No such operator") from None
+    except Membership.DoesNotExist as missing:
+        raise Http404(not_found_message(missing)) from None
     messages.success(request, "The operator was removed from this tenant.")
     return _after(request, console, changed_self=user_id == request.user.pk)

@@ -158,9 +158,9 @@ def _items_used(space: MemorySpace, replies: list[ChatReply]) -> dict[str, dict[
     wanted: dict[str, set[int]] = {"pages": set(), "segments": set(), "knowledge": set(), "profiles": set()}
     for reply in replies:
         ids = memory_used_ids(reply.memory_used or {})
-        wanted["pages"].update(ids["pages"], ids["short_term"])
+        wanted["pages"] |= {*ids["pages"], *ids["short_term"]}
         for kind in ("segments", "knowledge", "profiles"):
-            wanted[kind].update(ids[kind])
+            wanted[kind] |= set(ids[kind])
     querysets = {
         "pages": Page.objects.filter(space=space).only("id", "seq", "at", "user_message", "tier"),
         "segments": Segment.objects.filter(space=space).only("id", "summary"),

@@ -6,7 +6,7 @@ from django.db.models import Q, QuerySet
 from django.db.models.functions import Coalesce
 
 from memory.models import AuditEntry, DataSubjectRequest, EndUser, ErasureReceipt, Tenant
-from memory.services.gdpr import subject_reference_of
+from memory.selectors.gdpr import subject_reference_of
 
 TARGET = "data_subject_request"
 

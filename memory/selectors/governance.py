@@ -1,5 +1,5 @@
-"""Reads of a tenant's governance records: its audit log (as the API filters it), GDPR exports, erasure receipts
-and API tokens.
+"""Reads of a tenant's governance records: its audit log (as the API filters it, and whether its chain holds), GDPR
+exports, erasure receipts and API tokens.
 
 `<entity>_get` returns one of `tenant` or raises the model's DoesNotExist; `<entity>_list` returns a queryset,
 newest first. The console's audit search (by name, actor, dates) is memory.selectors.console.audit_entries.
@@ -7,11 +7,13 @@ newest first. The console's audit search (by name, actor, dates) is memory.selec
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import QuerySet
 
-from memory.models import ApiToken, AuditEntry, EndUser, ErasureReceipt, ExportJob, MemoryImport, Tenant
+from memory.audit_chain import GENESIS, chain_hash, content_digest, tombstone_mac
+from memory.models import ApiToken, AuditAnchor, AuditEntry, EndUser, ErasureReceipt, ExportJob, MemoryImport, Tenant
 
 
 def audit_entry_list(
@@ -39,6 +41,57 @@ def audit_entry_list(
     }
     entries = AuditEntry.objects.filter(tenant=tenant).select_related("end_user").order_by("-seq")
     return entries.filter(**{lookup: value for lookup, value in lookups.items() if value is not None})
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    ok: bool
+    checked: int
+    first_broken_seq: int | None = None
+    problem: str = ""
+    anchored_after: int = 0  # entries up to this one were removed by retention; the chain starts from its hash
+    since: datetime | None = None  # when the first entry was written (None for an empty chain)
+
+
+def audit_verify(*, tenant: Tenant) -> ChainReport:
+    """Walk the tenant's chain in order; report the first entry whose content, hash or link does not hold.
+
+    After retention removed the oldest entries, the walk starts from the anchor (the last removed entry's number
+    and hash) instead of the genesis hash, so the rest of the chain still proves itself."""
+    anchor = AuditAnchor.objects.filter(tenant=tenant).values_list("seq", "hash").first()
+    anchored_after, previous = anchor or (0, GENESIS)
+    checked = 0
+    since = None
+    for entry in AuditEntry.objects.filter(tenant=tenant).order_by("seq").iterator(chunk_size=2000):
+        since = since or entry.created_at
+        problem = _entry_problem(entry, expected_seq=anchored_after + checked + 1, previous=previous)
+        if problem:
+            return ChainReport(
+                ok=False,
+                checked=checked,
+                first_broken_seq=entry.seq,
+                problem=problem,
+                anchored_after=anchored_after,
+                since=since,
+            )
+        previous = entry.hash
+        checked += 1
+    return ChainReport(ok=True, checked=checked, anchored_after=anchored_after, since=since)
+
+
+def _entry_problem(entry: AuditEntry, *, expected_seq: int, previous: str) -> str:
+    """What does not hold in one entry, or "": its place, its link, its content (or tombstone), its keyed hash."""
+    if entry.seq != expected_seq:
+        return f"entry {expected_seq} is missing"
+    if entry.prev_hash != previous:
+        return "its link to the previous entry is broken"
+    if entry.erased and entry.tombstone_mac != tombstone_mac(entry):
+        return "its tombstone was not made by erasure or was changed since"
+    if not entry.erased and (entry.tombstone_mac or content_digest(entry) != entry.content_digest):
+        return "its content was changed"
+    if chain_hash(entry) != entry.hash:
+        return "its hash does not match its fields"
+    return ""
 
 
 def export_job_list(*, tenant: Tenant, end_user: EndUser | None = None) -> QuerySet[ExportJob]:

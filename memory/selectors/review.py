@@ -1,4 +1,5 @@
-"""Reads for the review queue and the personal-data screens: pending long-term memory with its source turns, scans."""
+"""Reads for the review queue and the personal-data screens: pending long-term memory with its source turns, the
+profile text a rejected fact would withdraw, scans."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import TypeVar
 from django.db.models import Prefetch, QuerySet
 
 from memory.models import KnowledgeEntry, Page, PersonalDataScan, ProfileVersion, ReviewState, Tenant
+from memory.profile_withdrawal import ProfileWithdrawal, profile_without
 
 SOURCE_PAGES = Prefetch(
     "source_pages", queryset=Page.objects.without_vectors().select_related("space__assistant").order_by("seq")
@@ -66,3 +68,22 @@ def approved_profiles_of(*, end_user_ids: list[int]) -> dict[int, ProfileVersion
         .distinct("end_user_id")
     )
     return {version.end_user_id: version for version in current}
+
+
+def _profiles_in_use(end_user_id: int) -> list[ProfileVersion]:
+    """The user's versions awaiting review and the current approved one (the newest), newest first."""
+    states = (ReviewState.PENDING, ReviewState.APPROVED)
+    versions = list(ProfileVersion.objects.filter(end_user_id=end_user_id, review_state__in=states).order_by("-number"))
+    current = next((v for v in versions if v.review_state == ReviewState.APPROVED), None)
+    return [v for v in versions if v.review_state == ReviewState.PENDING or v is current]
+
+
+def profile_withdrawals(*, end_user_id: int, facts: list[str]) -> list[tuple[ProfileVersion, ProfileWithdrawal]]:
+    """Each pending or current profile version of the user that states one of `facts`, with its text without them.
+    Read-only (the rejection's preview)."""
+    found = []
+    for version in _profiles_in_use(end_user_id):
+        withdrawal = profile_without(version.text, facts)
+        if withdrawal.changed or withdrawal.needs_rederiving:
+            found.append((version, withdrawal))
+    return found

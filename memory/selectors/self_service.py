@@ -86,7 +86,7 @@ def memory_used_explained(*, space: MemorySpace, replies: list[ChatReply]) -> di
     for reply in replies:
         ids = memory_used_ids(reply.memory_used or {})
         for kind in EXPLAINED:
-            wanted[kind].update(ids[kind])
+            wanted[kind] |= set(ids[kind])
     page_ids, segment_ids, knowledge_ids, profile_ids = (wanted[kind] for kind in EXPLAINED)
     pages = _in_bulk(Page.objects.filter(space=space).only("id", "at", "user_message"), page_ids)
     segments = _in_bulk(Segment.objects.filter(space=space).only("id", "summary"), segment_ids)

@@ -1,23 +1,20 @@
-"""Writing, verifying and tombstoning the audit trail."""
+"""Writing and tombstoning the audit trail (its hashes are memory.audit_chain's; the check that they hold is
+memory.selectors.governance.audit_verify)."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from memory.audit_chain import GENESIS, chain_hash, content_digest, tombstone_mac
 from memory.models import ActorKind, AuditAnchor, AuditEntry, EndUser, LegalHold, PersonalDataPolicy, Tenant
 from memory.personal_data import mask_json
 from memory.services.personal_data_policy import do_not_store_mask
 
-GENESIS = "0" * 64
 AUDIT_LOCK_NAMESPACE = 0x415544  # "AUD"
 # Detail values that are not masked: made by code, never a person (a hash must stay whole), or, for a read's `what`,
 # made by code around a person's words already masked with the console's stricter policy (dashboard/cases.py): the
@@ -53,57 +50,6 @@ class Actor:
 def _normalised(value):
     """The value as the database's JSON will give it back, so digests are reproducible."""
     return None if value is None else json.loads(json.dumps(value, default=str))
-
-
-def _canonical(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def content_digest(entry: AuditEntry) -> str:
-    content = {
-        "actor_label": entry.actor_label,
-        "reason": entry.reason,
-        "before": entry.before,
-        "after": entry.after,
-        "detail": entry.detail,
-    }
-    return hashlib.sha256(_canonical(content).encode()).hexdigest()
-
-
-def _mac(text: str) -> str:
-    """HMAC-SHA256 under MEMORY_AUDIT_KEY: the database holds no key, so write access to it cannot forge a hash."""
-    return hmac.new(settings.MEMORY_AUDIT_KEY.encode(), text.encode(), hashlib.sha256).hexdigest()
-
-
-def chain_hash(entry: AuditEntry) -> str:
-    parts = [
-        entry.prev_hash,
-        str(entry.tenant_id),
-        str(entry.seq),
-        entry.created_at.astimezone(UTC).isoformat(),
-        entry.actor_kind,
-        entry.actor_id,
-        entry.action,
-        "" if entry.subject_id is None else str(entry.subject_id),
-        entry.target_type,
-        "" if entry.target_id is None else str(entry.target_id),
-        entry.request_id,
-        entry.content_digest,
-    ]
-    return _mac("|".join(parts))
-
-
-def tombstone_mac(entry: AuditEntry) -> str:
-    """What a tombstone kept (the actor's label, its emptied content), bound to the entry's own hash."""
-    kept = {
-        "erased": entry.erased,
-        "actor_label": entry.actor_label,
-        "reason": entry.reason,
-        "before": entry.before,
-        "after": entry.after,
-        "detail": entry.detail,
-    }
-    return _mac(f"tombstone|{entry.hash}|{_canonical(kept)}")
 
 
 def audit_record(
@@ -207,57 +153,6 @@ def _chain_append(tenant_id: int, entries: list[AuditEntry]) -> None:
         entry.content_digest = content_digest(entry)
         entry.hash = previous = chain_hash(entry)
     AuditEntry.objects.bulk_create(entries)
-
-
-@dataclass(frozen=True)
-class ChainReport:
-    ok: bool
-    checked: int
-    first_broken_seq: int | None = None
-    problem: str = ""
-    anchored_after: int = 0  # entries up to this one were removed by retention; the chain starts from its hash
-    since: datetime | None = None  # when the first entry was written (None for an empty chain)
-
-
-def audit_verify(*, tenant: Tenant) -> ChainReport:
-    """Walk the tenant's chain in order; report the first entry whose content, hash or link does not hold.
-
-    After retention removed the oldest entries, the walk starts from the anchor (the last removed entry's number
-    and hash) instead of the genesis hash, so the rest of the chain still proves itself."""
-    anchor = AuditAnchor.objects.filter(tenant=tenant).values_list("seq", "hash").first()
-    anchored_after, previous = anchor or (0, GENESIS)
-    checked = 0
-    since = None
-    for entry in AuditEntry.objects.filter(tenant=tenant).order_by("seq").iterator(chunk_size=2000):
-        since = since or entry.created_at
-        problem = _entry_problem(entry, expected_seq=anchored_after + checked + 1, previous=previous)
-        if problem:
-            return ChainReport(
-                ok=False,
-                checked=checked,
-                first_broken_seq=entry.seq,
-                problem=problem,
-                anchored_after=anchored_after,
-                since=since,
-            )
-        previous = entry.hash
-        checked += 1
-    return ChainReport(ok=True, checked=checked, anchored_after=anchored_after, since=since)
-
-
-def _entry_problem(entry: AuditEntry, *, expected_seq: int, previous: str) -> str:
-    """What does not hold in one entry, or "": its place, its link, its content (or tombstone), its keyed hash."""
-    if entry.seq != expected_seq:
-        return f"entry {expected_seq} is missing"
-    if entry.prev_hash != previous:
-        return "its link to the previous entry is broken"
-    if entry.erased and entry.tombstone_mac != tombstone_mac(entry):
-        return "its tombstone was not made by erasure or was changed since"
-    if not entry.erased and (entry.tombstone_mac or content_digest(entry) != entry.content_digest):
-        return "its content was changed"
-    if chain_hash(entry) != entry.hash:
-        return "its hash does not match its fields"
-    return ""
 
 
 # The users' rows (the locks an entry's foreign key takes when the transaction commits) first, in id order, then the

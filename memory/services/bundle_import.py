@@ -35,12 +35,13 @@ from memory.models.job_leases import JobKind
 from memory.models.privacy import PersonalDataPolicy, ReviewState
 from memory.models.tiers import IMPORTED_FROM, PageSource, ReplySource, Tier
 from memory.profile_withdrawal import profile_without
+from memory.selectors.heat import hot_segment_ids
+from memory.selectors.personal_data import personal_data_policy_or_default
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
 from memory.services.jobs import jobs_due
 from memory.services.passages import PageVectors, page_passages_set, page_vectors_embed
 from memory.services.personal_data import review_state_for, storage_redactor
-from memory.services.personal_data_policy import personal_data_policy_get
 from memory.services.promotion import text_hash
 from memory.services.turns import (
     end_user_closed_check,
@@ -48,7 +49,6 @@ from memory.services.turns import (
     space_get_or_create,
     stm_evict_overflow,
 )
-from memory.services.updating import hot_segment_ids
 from memory.services.webhook_events import facts_learned, webhook_events_emit
 from memory.steps import get_steps
 
@@ -358,7 +358,7 @@ def _import(end_user: EndUser, bundle: dict, targets: list[_Space], fingerprint:
     for index, target in enumerate(targets, start=1):
         page_ids |= _space_import(target, fingerprint)
         progress(20 + 70 * index // len(targets))
-    policy = personal_data_policy_get(tenant=end_user.tenant_id)
+    policy = personal_data_policy_or_default(tenant=end_user.tenant_id)
     _knowledge_import(end_user, bundle, targets, page_ids, policy, fingerprint)
     _profile_import(end_user, bundle, policy)
 

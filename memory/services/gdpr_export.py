@@ -24,8 +24,8 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from memory.models import EndUser, ExportJob, JobStatus
+from memory.selectors.gdpr import user_export_data
 from memory.services.audit import Actor, audit_record
-from memory.services.gdpr import user_export_data
 from memory.services.jobs import lease_end, lease_kept
 from memory.services.turns import end_user_write_lock
 from memory.services.webhook_events import webhook_event_emit

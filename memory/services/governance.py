@@ -21,16 +21,15 @@ from memory.models import (
     Segment,
 )
 from memory.models.tiers import KnowledgeKind, ProfileAuthor
-from memory.services.audit import Actor, audit_record, audit_record_many
-from memory.services.embedding_state import embedder_for_store
-from memory.services.forgetting import (
+from memory.selectors.forgetting import (
     ForgetImpact,
-    plan_apply,
     plan_knowledge_forget,
     plan_pages_forget,
     plan_profile_version_forget,
-    profile_fact_revise,
 )
+from memory.services.audit import Actor, audit_record, audit_record_many
+from memory.services.embedding_state import embedder_for_store
+from memory.services.forgetting import plan_apply, profile_fact_revise
 from memory.services.legal_hold import legal_hold_check
 from memory.services.personal_data import storage_redactor, text_for_storage
 from memory.services.promotion import text_hash

@@ -8,6 +8,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from memory.models import EndUser, LegalHold
+from memory.selectors.retention import legal_hold_active
 from memory.services.audit import Actor, audit_lock, audit_record
 from memory.services.end_user_lock import EndUserClosed, end_user_write_lock
 from memory.services.webhook_events import webhook_event_emit
@@ -30,11 +31,6 @@ class LegalHoldActive(Exception):
         )
         self.hold = hold
         self.action = action
-
-
-def legal_hold_active(*, end_user: EndUser) -> LegalHold | None:
-    """The end user's active hold, or None."""
-    return LegalHold.objects.filter(end_user_id=end_user.pk, released_at__isnull=True).first()
 
 
 def legal_hold_for_deletion(*, end_user_id: int) -> LegalHold | None:

@@ -45,10 +45,11 @@ from memory.personal_data import (
     government_id_patterns_check,
     mask_findings,
 )
+from memory.selectors.personal_data import personal_data_policy_or_default
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
 from memory.services.passages import page_passages_set, page_vectors_embed
-from memory.services.personal_data_policy import detector_for, personal_data_policy_get
+from memory.services.personal_data_policy import detector_for
 from memory.steps.types import ChainTopic, Facts, KnownFact, MemorySteps, PromotionFindings, TurnText, Usage
 from memory.text import text_hash
 
@@ -114,7 +115,7 @@ def redactor_for(policy: PersonalDataPolicy, action: str) -> Redactor:
 
 def storage_redactor(*, tenant: Tenant | int) -> Redactor:
     """What every write path applies before storing or embedding text: the tenant's `do_not_store` categories."""
-    return redactor_for(personal_data_policy_get(tenant=tenant), PersonalDataAction.DO_NOT_STORE)
+    return redactor_for(personal_data_policy_or_default(tenant=tenant), PersonalDataAction.DO_NOT_STORE)
 
 
 def text_for_storage(*, tenant: Tenant | int, text: str) -> str:
@@ -123,7 +124,7 @@ def text_for_storage(*, tenant: Tenant | int, text: str) -> str:
 
 def prompt_redactor(*, tenant: Tenant | int) -> Redactor:
     """What the model must never see: `mask_prompts` and `do_not_store` categories (the latter for older rows)."""
-    return redactor_for(personal_data_policy_get(tenant=tenant), PersonalDataAction.MASK_PROMPTS)
+    return redactor_for(personal_data_policy_or_default(tenant=tenant), PersonalDataAction.MASK_PROMPTS)
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,7 @@ def steps_for_prompts(steps: MemorySteps, *, tenant: Tenant | int) -> MemoryStep
 
 def console_redactor(*, tenant: Tenant | int) -> Redactor:
     """What operators see masked unless they reveal it: every category from `mask_console` up."""
-    return redactor_for(personal_data_policy_get(tenant=tenant), PersonalDataAction.MASK_CONSOLE)
+    return redactor_for(personal_data_policy_or_default(tenant=tenant), PersonalDataAction.MASK_CONSOLE)
 
 
 # --- Review: which new long-term memory waits for a reviewer -------------------------------------------------------

@@ -1,5 +1,5 @@
-"""A tenant's personal data policy as a write reads it: the policy row, its compiled detector, and its do-not-store
-masking of a text.
+"""A tenant's personal data policy as a write applies it: its compiled detector and its do-not-store masking of a
+text (the policy row, or the defaults, is read by `memory.selectors.personal_data`).
 
 It sits below `memory.services.audit`, which masks what people type into an audit entry with it; every other
 redactor (`memory.services.personal_data`) is built on it too, and audits a government-id pattern's timeout, which
@@ -13,13 +13,7 @@ from functools import lru_cache
 
 from memory.models import PersonalDataAction, PersonalDataPolicy, Tenant
 from memory.personal_data import Detector, mask_findings
-
-
-def personal_data_policy_get(*, tenant: Tenant | int) -> PersonalDataPolicy:
-    """The tenant's policy, or (unsaved) the defaults when it has none: one query, no write."""
-    tenant_id = tenant if isinstance(tenant, int) else tenant.pk
-    policy = PersonalDataPolicy.objects.filter(tenant_id=tenant_id).first()
-    return policy or PersonalDataPolicy(tenant_id=tenant_id)
+from memory.selectors.personal_data import personal_data_policy_or_default
 
 
 @lru_cache(maxsize=256)
@@ -39,7 +33,7 @@ def do_not_store_mask(*, tenant: Tenant | int, policy: PersonalDataPolicy | None
     still masks the lines it could not check (`Detector.find`), but the timeout is not audited from here:
     `memory.services.personal_data.storage_redactor` does that, for every write path but the audit log's own
     entries."""
-    policy = policy or personal_data_policy_get(tenant=tenant)
+    policy = policy or personal_data_policy_or_default(tenant=tenant)
     categories = policy.categories_at_least(PersonalDataAction.DO_NOT_STORE)
     if not categories:
         return None

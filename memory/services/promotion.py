@@ -23,18 +23,14 @@ from memory.models import (
 from memory.models.events import EventKind, EventStatus
 from memory.models.job_leases import JobKind
 from memory.models.tiers import HeatEvent, KnowledgeKind
+from memory.selectors.personal_data import personal_data_policy_or_default
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
 from memory.services.heat_samples import heat_sample_record
 from memory.services.jobs import job_claim, job_done, job_forget, job_release, job_renew, lease_kept
 from memory.services.legal_hold import legal_hold_for_deletion
-from memory.services.personal_data import (
-    personal_data_policy_get,
-    redactor_for,
-    review_state_for,
-    steps_for_prompts,
-)
+from memory.services.personal_data import redactor_for, review_state_for, steps_for_prompts
 from memory.services.supersession import Supersession, knowledge_supersede
 from memory.services.updating import page_turn_text, space_updating_lock
 from memory.services.webhook_events import facts_learned, webhook_events_emit
@@ -114,7 +110,7 @@ def _promote(space: MemorySpace, segment_id: int, steps: MemorySteps, now: datet
         return PromotionReport(reason="nothing unanalysed")
     turns = [page_turn_text(page) for page in pages]
     report = PromotionReport(promoted=True, analysed_page_ids=[p.id for p in pages])
-    policy = personal_data_policy_get(tenant=space.tenant_id)
+    policy = personal_data_policy_or_default(tenant=space.tenant_id)
     versions = ProfileVersion.objects.filter(end_user_id=space.end_user_id).order_by("-number")
     current = versions.first()
     known = _known_facts(space)

@@ -14,8 +14,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory.models import ChatReply, MemorySpace, Page, PersonalDataAction, PersonalDataPolicy, ReplyStatus
+from memory.selectors.personal_data import personal_data_policy_or_default
 from memory.services.personal_data import redactor_for
-from memory.services.personal_data_policy import personal_data_policy_get
 from memory.steps.types import Usage
 
 
@@ -31,7 +31,7 @@ def chat_reply_claim(
     at once, so a concurrent submit sees it. The message is kept without the tenant's do-not-store data (`policy`,
     read here when the caller has not).
     """
-    policy = policy or personal_data_policy_get(tenant=space.tenant_id)
+    policy = policy or personal_data_policy_or_default(tenant=space.tenant_id)
     user_message = redactor_for(policy, PersonalDataAction.DO_NOT_STORE)(user_message)
     # one INSERT in autocommit (a failed one spoils nothing); inside a caller's transaction, under a savepoint
     claiming = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()

@@ -21,9 +21,10 @@ from memory.models import KnowledgeEntry, LegalHold, Page, ProfileVersion, Revie
 from memory.models.job_leases import JobKind
 from memory.models.tiers import KnowledgeKind, ProfileAuthor
 from memory.profile_withdrawal import ProfileWithdrawal, profile_without
+from memory.selectors.forgetting import ForgetImpact, plan_pages_forget
+from memory.selectors.review import profile_withdrawals
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
-from memory.services.forgetting import ForgetImpact, plan_pages_forget
 from memory.services.governance import GovernanceError, _audit, _item_owner_lock, _reason, _text, pages_forget
 from memory.services.jobs import jobs_due
 from memory.services.legal_hold import legal_hold_check, legal_hold_for_deletion
@@ -158,25 +159,6 @@ class Rejection:
     @property
     def removed_from_profile(self) -> list[str]:
         return list(dict.fromkeys(text for change in self.profile_changes for text in change.removed))
-
-
-def _profiles_in_use(end_user_id: int) -> list[ProfileVersion]:
-    """The user's versions awaiting review and the current approved one (the newest), newest first."""
-    states = (ReviewState.PENDING, ReviewState.APPROVED)
-    versions = list(ProfileVersion.objects.filter(end_user_id=end_user_id, review_state__in=states).order_by("-number"))
-    current = next((v for v in versions if v.review_state == ReviewState.APPROVED), None)
-    return [v for v in versions if v.review_state == ReviewState.PENDING or v is current]
-
-
-def profile_withdrawals(*, end_user_id: int, facts: list[str]) -> list[tuple[ProfileVersion, ProfileWithdrawal]]:
-    """Each pending or current profile version of the user that states one of `facts`, with its text without them.
-    Read-only (the rejection's preview)."""
-    found = []
-    for version in _profiles_in_use(end_user_id):
-        withdrawal = profile_without(version.text, facts)
-        if withdrawal.changed or withdrawal.needs_rederiving:
-            found.append((version, withdrawal))
-    return found
 
 
 def _rejection_apply(entry: KnowledgeEntry, *, turns_withheld: bool, **who) -> Rejection:

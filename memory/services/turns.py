@@ -12,12 +12,12 @@ from django.utils import timezone
 from memory.models import Assistant, EndUser, MemorySpace, Page, PersonalDataAction, PersonalDataPolicy
 from memory.models.events import EventKind
 from memory.models.tiers import PageSource, ReplySource, Tier
+from memory.selectors.personal_data import personal_data_policy_or_default
 from memory.services.audit import Actor, audit_record
 from memory.services.end_user_lock import EndUserClosed, end_user_closed_check, end_user_write_lock
 from memory.services.events import event_record
 from memory.services.legal_hold import legal_hold_for_deletion
 from memory.services.personal_data import redactor_for
-from memory.services.personal_data_policy import personal_data_policy_get
 from memory.timeframes import too_far_ahead
 
 # The write lock and its refusal live in end_user_lock (legal_hold needs them, and this module needs legal_hold);
@@ -114,7 +114,7 @@ def turn_record(
         at = timezone.make_aware(at)  # in TIME_ZONE, as the database would have read it
     if at is not None and too_far_ahead(at, now=timezone.now()):
         raise InvalidTurn(f"at is more than a day in the future ({at.isoformat()}); send the time the turn happened")
-    policy = policy or personal_data_policy_get(tenant=end_user.tenant_id)
+    policy = policy or personal_data_policy_or_default(tenant=end_user.tenant_id)
     redact = redactor_for(policy, PersonalDataAction.DO_NOT_STORE)  # the do-not-store data never reaches a table
     user_message, assistant_reply = redact(user_message), redact(assistant_reply)
     at = at or timezone.now()

@@ -14,17 +14,18 @@ from functools import partial
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, F, Max, OuterRef, Value
+from django.db.models import F, Max, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from memory.embeddings import cosine
-from memory.heat import f_score, heat_of, is_hot, joins_segment
+from memory.heat import f_score, heat_of, joins_segment
 from memory.models import MemorySpace, Page, Segment
 from memory.models.events import EventKind, EventStatus
 from memory.models.job_leases import JobKind
 from memory.models.tiers import HeatEvent, Tier
 from memory.retrieval.placement import segment_candidates, segment_central_summary
+from memory.selectors.heat import hot_segment_ids
 from memory.services.audit import Actor, audit_record
 from memory.services.embedding_state import embedder_for_store
 from memory.services.events import event_record
@@ -369,30 +370,6 @@ def segment_evict(*, segment_id: int, heat: float, space: MemorySpace) -> None:
         end_user=space.end_user, target_type="segment", target_id=segment_id,
         reason="mid-term memory past capacity: the coldest unpinned segment leaves", detail=detail,
     )  # fmt: skip
-
-
-def hot_segment_ids(*, space_id: int, now: datetime, segment_ids: Iterable[int] | None = None) -> list[int]:
-    """Every segment with heat ≥ τ that holds pages not yet analysed (all of them, not only the hottest).
-
-    With `segment_ids`, only those segments are looked at (the ones whose heat just grew): one indexed statement
-    whatever the size of the space.
-    """
-    unanalysed = Page.objects.filter(segment=OuterRef("pk"), analysed=False)
-    segments = Segment.objects.filter(space_id=space_id)
-    if segment_ids is not None:
-        ids = sorted(set(segment_ids))
-        if not ids:
-            return []
-        segments = segments.filter(id__in=ids)
-    rows = segments.filter(Exists(unanalysed)).values("id", "n_visit", "l_interaction", "last_touched_at")
-    hot = []
-    for row in rows:
-        heat = heat_of(
-            n_visit=row["n_visit"], l_interaction=row["l_interaction"], last_touched_at=row["last_touched_at"], now=now
-        )
-        if is_hot(heat):
-            hot.append(row["id"])
-    return sorted(hot)
 
 
 def segments_promote_hot(*, space_id: int, segment_ids: Iterable[int], now: datetime) -> list[int]:

@@ -15,6 +15,13 @@ def test_an_unknown_path_is_a_structured_404(api, tenant):
         assert error_of(response) == {"code": "not_found", "message": "No such endpoint.", "fields": {}}
 
 
+def test_a_missing_object_is_a_structured_404_that_names_it(api, tenant):
+    response = api.get("/api/v1/data-subject-requests/999999/")
+
+    assert response.status_code == 404
+    assert error_of(response) == {"code": "not_found", "message": "No such data subject request.", "fields": {}}
+
+
 def test_a_wrong_method_is_a_structured_405(api, tenant):
     response = api.delete("/api/v1/turns/")
 

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from memory.models import AuditEntry, EndUser, ErasureReceipt, ExportJob, JobStatus, Page
-from memory.services.audit import audit_verify
+from memory.selectors.governance import audit_verify
 from memory.services.gdpr_export import export_build
 from tests.api.conftest import error_of
 

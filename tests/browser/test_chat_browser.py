@@ -10,7 +10,7 @@ from django.core.management import call_command
 
 from chat.offline_reply import OFFLINE_LABEL
 from memory.models import AuditEntry, Page
-from memory.services.forgetting import ForgetImpact
+from memory.selectors.forgetting import ForgetImpact
 from tests.browser.conftest import SCREENSHOTS, held_request, log_in
 
 pytestmark = pytest.mark.browser

@@ -15,9 +15,10 @@ import pytest
 from django.utils import timezone
 
 from memory.models import AuditEntry, EndUser, ErasureReceipt, ExportJob, JobStatus
+from memory.selectors.gdpr import KEPT_TOMBSTONES, erased_total
 from memory.services import gdpr_export
 from memory.services.audit import Actor
-from memory.services.gdpr import KEPT_TOMBSTONES, erased_total, user_erase
+from memory.services.gdpr import user_erase
 from memory.services.gdpr_export import export_build, export_request, exports_expire
 from memory.services.turns import EndUserClosed
 from memory.tasks import export_build_task
@@ -247,7 +248,7 @@ def test_the_user_gdpr_page_lists_the_users_exports(client, dpo_user, alice, ali
 
 
 def test_the_readable_summary_escapes_what_users_wrote(settings, alice, dpo_user):
-    from memory.services.gdpr import user_export_data
+    from memory.selectors.gdpr import user_export_data
     from memory.services.gdpr_export import export_summary_html
 
     builders.page(builders.space_of(alice), user_message="<script>x()</script>", assistant_reply="ok")
@@ -258,7 +259,7 @@ def test_the_readable_summary_escapes_what_users_wrote(settings, alice, dpo_user
 
 
 def test_the_readable_summary_writes_dates_for_people_not_iso_timestamps(alice, dpo_user):
-    from memory.services.gdpr import user_export_data
+    from memory.selectors.gdpr import user_export_data
     from memory.services.gdpr_export import export_summary_html
 
     page = builders.page(builders.space_of(alice), user_message="Hello", assistant_reply="Hi")

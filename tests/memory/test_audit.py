@@ -6,12 +6,8 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from memory.models import AuditEntry
-from memory.services.audit import (
-    Actor,
-    audit_record,
-    audit_tombstone_subject,
-    audit_verify,
-)
+from memory.selectors.governance import audit_verify
+from memory.services.audit import Actor, audit_record, audit_tombstone_subject
 from tests import builders
 
 

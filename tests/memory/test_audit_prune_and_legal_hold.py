@@ -17,9 +17,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from memory.models import AuditEntry, LegalHold
-from memory.services.audit import Actor, audit_record, audit_verify
+from memory.selectors.governance import audit_verify
+from memory.selectors.retention import retention_plan
+from memory.services.audit import Actor, audit_record
 from memory.services.legal_hold import legal_hold_place
-from memory.services.retention import retention_apply, retention_plan, retention_policy_set
+from memory.services.retention import retention_apply, retention_policy_set
 from tests import builders
 
 DPO = Actor("operator", "9", "dana")

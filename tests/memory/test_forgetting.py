@@ -25,8 +25,9 @@ from memory.models import (
 )
 from memory.quotes import fold
 from memory.retrieval.search import retrieve
+from memory.selectors.forgetting import page_forget_impact, segment_forget_impact
 from memory.services.audit import Actor
-from memory.services.forgetting import page_forget_impact, profile_rederive, segment_forget_impact
+from memory.services.forgetting import profile_rederive
 from memory.services.gdpr_export import export_build, export_request
 from memory.services.governance import knowledge_forget, knowledge_update, page_forget
 from memory.text import trim

@@ -9,8 +9,10 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from memory.models import AuditEntry, EndUser, ErasureReceipt, MemorySpace, Page, ProfileVersion
-from memory.services.audit import Actor, audit_verify
-from memory.services.gdpr import receipt_verify, user_erase, user_export_data
+from memory.selectors.gdpr import user_export_data
+from memory.selectors.governance import audit_verify
+from memory.services.audit import Actor
+from memory.services.gdpr import receipt_verify, user_erase
 from memory.services.governance import knowledge_update, memory_flag_set, profile_edit
 from tests import builders
 

@@ -9,7 +9,8 @@ import pytest
 
 from memory.models import AuditEntry, KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
 from memory.models.tiers import ProfileAuthor
-from memory.services.audit import Actor, audit_verify
+from memory.selectors.governance import audit_verify
+from memory.services.audit import Actor
 from memory.services.gdpr import user_erase
 from memory.services.governance import (
     GovernanceError,

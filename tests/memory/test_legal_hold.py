@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from memory.models import AuditEntry, EndUser, KnowledgeEntry, LegalHold, Page, ProfileVersion, Segment
-from memory.services.audit import Actor, audit_verify
+from memory.selectors.governance import audit_verify
+from memory.selectors.retention import legal_hold_active
+from memory.services.audit import Actor
 from memory.services.gdpr import user_erase
 from memory.services.governance import (
     knowledge_forget,
@@ -16,13 +18,7 @@ from memory.services.governance import (
     profile_version_forget,
     segment_forget,
 )
-from memory.services.legal_hold import (
-    LegalHoldActive,
-    LegalHoldError,
-    legal_hold_active,
-    legal_hold_place,
-    legal_hold_release,
-)
+from memory.services.legal_hold import LegalHoldActive, LegalHoldError, legal_hold_place, legal_hold_release
 from tests import builders
 
 DPO = Actor("operator", "9", "dana")

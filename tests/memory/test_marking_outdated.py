@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memory.models import AuditEntry, KnowledgeEntry, Page
-from memory.services.audit import Actor, audit_verify
+from memory.selectors.governance import audit_verify
+from memory.services.audit import Actor
 from memory.services.governance import GovernanceError
 from memory.services.legal_hold import legal_hold_place
 from memory.services.validity import (

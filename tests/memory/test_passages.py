@@ -14,9 +14,10 @@ from memory.embeddings import use_embedder
 from memory.models import Page, PagePassage
 from memory.retrieval.config import DEFAULT
 from memory.retrieval.search import retrieve
+from memory.selectors.gdpr import user_export_data
 from memory.services import passages
 from memory.services.audit import Actor
-from memory.services.gdpr import user_erase, user_export_data
+from memory.services.gdpr import user_erase
 from memory.services.governance import page_forget
 from memory.services.personal_data import personal_data_scan_start
 from memory.services.reembed import memory_reembed

@@ -21,13 +21,9 @@ from memory.personal_data import (
     InvalidPattern,
     government_id_patterns_check,
 )
+from memory.selectors.personal_data import personal_data_policy_or_default
 from memory.services.audit import Actor
-from memory.services.personal_data import (
-    PolicyError,
-    personal_data_policy_get,
-    personal_data_policy_update,
-    review_state_for,
-)
+from memory.services.personal_data import PolicyError, personal_data_policy_update, review_state_for
 from tests import builders
 
 BACKTRACKING = r"(a|aa)+$"  # each run of a's splits 2^n ways before the "!" fails the match, on a backtracking engine
@@ -130,6 +126,6 @@ def test_a_text_a_pattern_times_out_on_is_held_for_review_as_sensitive(tenant):
     PersonalDataPolicy.objects.filter(tenant=tenant).update(review_mode="review_sensitive")
 
     with hangs_no_longer_than(5):
-        state = review_state_for(personal_data_policy_get(tenant=tenant), f"Likes tea. {TRAP}")
+        state = review_state_for(personal_data_policy_or_default(tenant=tenant), f"Likes tea. {TRAP}")
 
     assert state == "pending"

@@ -17,11 +17,11 @@ from memory.models import (
     ProfileVersion,
     ScanStatus,
 )
+from memory.selectors.personal_data import personal_data_policy_or_default
 from memory.services.audit import Actor
 from memory.services.governance import GovernanceError, knowledge_update, profile_edit, segment_update
 from memory.services.personal_data import (
     PolicyError,
-    personal_data_policy_get,
     personal_data_policy_update,
     personal_data_rescan,
     personal_data_scan_start,
@@ -39,7 +39,7 @@ def tenant(space):
 
 
 def test_a_tenant_without_a_policy_keeps_everything(space):
-    policy = personal_data_policy_get(tenant=space.tenant)
+    policy = personal_data_policy_or_default(tenant=space.tenant)
 
     assert policy.pk is None and {policy.email, policy.secret, policy.review_mode} == {"keep", "auto"}
     page = builders.turn(space, user_message=f"Mail {EMAIL}").page

@@ -76,7 +76,7 @@ def test_a_segment_below_tau_or_deleted_is_left_alone(space):
 
 
 def test_every_hot_segment_with_new_pages_is_promoted_in_one_pass(space, django_capture_on_commit_callbacks):
-    from memory.services.updating import hot_segment_ids
+    from memory.selectors.heat import hot_segment_ids
 
     first = builders.segment_with_pages(
         space, summary="hiking", messages=[("I love hiking with my dog Rex.", "ok")], l_interaction=5

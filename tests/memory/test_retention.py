@@ -20,15 +20,15 @@ from memory.models import (
     RetentionRun,
     Segment,
 )
-from memory.services.audit import Actor, audit_verify
+from memory.selectors.governance import audit_verify
+from memory.selectors.retention import months_before, retention_plan
+from memory.services.audit import Actor
 from memory.services.gdpr import receipt_verify
 from memory.services.governance import memory_flag_set
 from memory.services.legal_hold import legal_hold_place, legal_hold_release
 from memory.services.retention import (
     RetentionPolicyError,
-    months_before,
     retention_apply,
-    retention_plan,
     retention_policy_set,
     retention_run,
     retention_run_daily,

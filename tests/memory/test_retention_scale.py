@@ -10,8 +10,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memory.services.audit import Actor, audit_verify
-from memory.services.retention import retention_plan, retention_policy_set, retention_run
+from memory.selectors.governance import audit_verify
+from memory.selectors.retention import retention_plan
+from memory.services.audit import Actor
+from memory.services.retention import retention_policy_set, retention_run
 from tests import builders
 
 pytestmark = pytest.mark.slow

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from memory.models import AuditEntry, KnowledgeEntry, ProfileVersion, ReviewState
+from memory.selectors.personal_data import personal_data_policy_or_default
 from memory.services.audit import Actor
 from memory.services.governance import GovernanceError
-from memory.services.personal_data import personal_data_policy_get, review_reasons
+from memory.services.personal_data import review_reasons
 from memory.services.review import knowledge_review, profile_version_review
 from tests import builders
 
@@ -69,7 +70,7 @@ def test_review_sensitive_holds_facts_with_personal_data_or_a_review_keyword(spa
 
 def test_review_reasons_name_the_categories_and_keywords_found(space):
     builders.personal_data_policy(space.tenant, review_keywords=["diagnos", "hiv status"])
-    policy = personal_data_policy_get(tenant=space.tenant)
+    policy = personal_data_policy_or_default(tenant=space.tenant)
 
     reasons = review_reasons(policy, "Diagnosed in May; HIV status shared with ann@example.com")
 

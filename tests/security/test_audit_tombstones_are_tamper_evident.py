@@ -10,7 +10,8 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 
 from memory.models import AuditEntry
-from memory.services.audit import Actor, audit_record, audit_tombstone_subject, audit_verify
+from memory.selectors.governance import audit_verify
+from memory.services.audit import Actor, audit_record, audit_tombstone_subject
 from tests.memory.migrating import latest, migrate
 
 BEFORE = [("memory", "0026_government_id_patterns_linear")]

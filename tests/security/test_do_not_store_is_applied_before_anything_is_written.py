@@ -12,7 +12,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from memory.models import AuditEntry, MemoryImport
 from memory.personal_data import CATEGORIES, Detector
-from memory.services.audit import Actor, audit_record, audit_verify
+from memory.selectors.governance import audit_verify
+from memory.services.audit import Actor, audit_record
 from memory.services.governance import page_forget
 from memory.services.personal_data import personal_data_policy_update, text_for_storage
 from tests import builders

@@ -12,7 +12,8 @@ import pytest
 from memory.models import AuditEntry, KnowledgeEntry, MemoryEvent, Page, Segment
 from memory.models.events import EventKind
 from memory.models.tiers import Tier
-from memory.services.audit import Actor, audit_verify
+from memory.selectors.governance import audit_verify
+from memory.services.audit import Actor
 from memory.services.legal_hold import legal_hold_place, legal_hold_release
 from memory.services.promotion import knowledge_enforce_capacity
 from memory.services.updating import segments_evict_past_capacity
@@ -135,13 +136,6 @@ NOT_A_HOLDS_BUSINESS = {
     ("webhook_delivery", "webhook_log_expire"): "notifications already sent to the tenant's systems, not memory",
     ("passages", "page_passages_set"): "a page's passage vectors, written again with its new text (the page stays)",
     ("personal_data", "_knowledge_merged"): "a fact folded into its identical twin, whose sources it keeps",
-    ("forgetting", "_plan_facts"): "a plan, applied by plan_apply",
-    ("forgetting", "_plan_profile_versions"): "a plan, applied by plan_apply",
-    ("forgetting", "_plan_records"): "a plan, applied by plan_apply",
-    ("forgetting", "_plan_segments"): "a plan, applied by plan_apply",
-    ("forgetting", "plan_pages_forget"): "a plan, applied by plan_apply",
-    ("forgetting", "plan_knowledge_forget"): "a plan, applied by plan_apply",
-    ("forgetting", "plan_profile_version_forget"): "a plan, applied by plan_apply",
 }
 SERVICES = Path(__file__).resolve().parents[2] / "memory" / "services"
 

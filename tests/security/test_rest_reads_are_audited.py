@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from memory.models import AuditEntry
-from memory.services.audit import audit_verify
+from memory.selectors.governance import audit_verify
 from tests import builders
 
 

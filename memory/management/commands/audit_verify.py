@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.models import Tenant
-from memory.services.audit import audit_verify
+from memory.selectors.governance import audit_verify
 
 
 class Command(BaseCommand):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from memory.models import Tenant
-from memory.services.retention import TIER_WORDS, retention_plan, retention_run, retention_tenants
+from memory.selectors.retention import retention_plan, retention_tenants
+from memory.services.retention import TIER_WORDS, retention_run
 
 MAX_BATCHES = 1000  # a guard: each batch removes something or the command stops
 
