@@ -67,7 +67,8 @@ def audit_record(
     request_id: str = "",
     policy: PersonalDataPolicy | None = None,
 ) -> AuditEntry:
-    """Append one entry to the tenant's chain, inside the caller's transaction (it rolls back with the action).
+    """Append one entry to the tenant's chain, inside the caller's transaction (it rolls back with the action, and
+    a failure here fails the caller's transaction: no savepoint is taken).
 
     Its free text (the reason, and the strings of before, after and detail) is stored with the tenant's
     do-not-store personal data masked, before it is hashed: entries are append-only, so no re-scan could remove it
@@ -91,7 +92,7 @@ def audit_record(
         after=after,
         detail=detail,
     )
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # inside a caller's transaction, no savepoint (two round trips)
         audit_lock(tenant_id, end_user_ids=[end_user.pk] if end_user else ())
         _chain_append(tenant_id, [entry])
     return entry
@@ -136,7 +137,7 @@ def audit_record_many(
     ]  # fmt: skip
     if not entries:
         return []
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         audit_lock(tenant_id, end_user_ids=[entry.subject_id for entry in entries])
         _chain_append(tenant_id, entries)
     return entries

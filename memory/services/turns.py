@@ -103,7 +103,8 @@ def turn_record(
     Runs under the end user's write lock and then a lock on the memory space, so concurrent turns of one pair get
     consecutive pages in arrival order, STM never exceeds capacity, and an erasure under way refuses the turn
     (EndUserClosed) rather than racing it. Evicted pages are handed to `pages_place_task` after commit (or
-    dropped, with an event, while the user has paused memory).
+    dropped, with an event, while the user has paused memory). Inside a caller's transaction it takes no savepoint:
+    a refusal ends the caller's transaction too.
     """
     if not end_user.is_active:
         raise InvalidTurn("the end user is deactivated")
@@ -118,7 +119,7 @@ def turn_record(
     redact = redactor_for(policy, PersonalDataAction.DO_NOT_STORE)  # the do-not-store data never reaches a table
     user_message, assistant_reply = redact(user_message), redact(assistant_reply)
     at = at or timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):  # a refusal inside a caller's transaction fails it: no savepoint
         end_user_write_lock(end_user, last_active_at=timezone.now())
         if space is None or (space.end_user_id, space.assistant_id) != (end_user.pk, assistant.pk):
             space = space_get_or_create(end_user=end_user, assistant=assistant)

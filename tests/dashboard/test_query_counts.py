@@ -10,9 +10,9 @@ from memory.models import Page
 from tests import builders
 
 USERS_LIST_QUERIES = 7  # session, user, membership, role; count, the page's ids, the rows with every figure
-# 4 auth and access + the end user + the spaces + the tabs' counts + the short-term tab's pages + 5 for the audited
-# read (savepoint, lock, chain) + the legal hold; each tab's own count is pinned in test_case_view.py
-USER_PAGE_QUERIES = 14
+# 4 auth and access + the end user + the spaces + the tabs' counts + the short-term tab's pages + 3 for the audited
+# read (lock, chain) + the legal hold; each tab's own count is pinned in test_case_view.py
+USER_PAGE_QUERIES = 12
 
 
 def test_the_users_list_costs_the_same_for_2_users_and_for_60(
