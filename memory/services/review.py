@@ -106,7 +106,7 @@ def profile_version_review(
     """
     text, reason = _decision_checked(version, decision, text, reason)
     _item_owner_lock(version)
-    before = version.text
+    before: str | None = version.text
     if text is not None:
         version.text = text
     version.review_state = ReviewState.APPROVED if decision == APPROVE else ReviewState.REJECTED
@@ -234,8 +234,8 @@ def _rederive_queue(end_user_id: int) -> None:
 def _withdrawal_audit(version, withdrawal: ProfileWithdrawal, before: str, *, actor, reason, request_id) -> None:
     detail = {"removed": len(withdrawal.removed), "paraphrased": len(withdrawal.paraphrased)}
     after = withdrawal.text if withdrawal.changed else None
-    before = before if withdrawal.changed else None
-    _audit(version, actor=actor, action="profile.withdraw", reason=reason, before=before, after=after, detail=detail,
+    replaced = before if withdrawal.changed else None
+    _audit(version, actor=actor, action="profile.withdraw", reason=reason, before=replaced, after=after, detail=detail,
            request_id=request_id)  # fmt: skip
 
 
