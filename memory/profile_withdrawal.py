@@ -12,9 +12,13 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from memory.steps.offline_steps import DATE_PREFIX, PROFILE_HEADER
 from memory.text import split_sentences
+
+if TYPE_CHECKING:
+    from memory.models import ProfileVersion
 
 NEARLY_VERBATIM = 0.85  # difflib ratio of a sentence to a fact's sentence: a word or two changed
 PARAPHRASE_SHARE = 0.6  # share of a fact's content words one sentence holds: said again in other words
@@ -113,3 +117,15 @@ def profile_without(text: str, facts: list[str]) -> ProfileWithdrawal:
     if new_text.strip() == PROFILE_HEADER:
         new_text = ""  # nothing but the offline header is left
     return ProfileWithdrawal(text=new_text, removed=removed, paraphrased=paraphrased)
+
+
+@dataclass(frozen=True)
+class ProfileChange:
+    """What withdrawing rejected facts did to one profile version (memory.services.review): `version` is the one
+    rewritten in place (pending), the new version written after the current one, or the current one marked stale (a
+    paraphrase)."""
+
+    version: ProfileVersion
+    before: str
+    removed: list[str]
+    stale: bool = False

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
@@ -13,6 +13,9 @@ from pgvector.django import VectorField
 
 from memory.models.privacy import ReviewState
 from memory.models.tenancy import Assistant, EndUser, MemorySpace
+
+if TYPE_CHECKING:
+    from memory.profile_withdrawal import ProfileChange
 
 
 def vector_fields(model: type[models.Model]) -> tuple[str, ...]:
@@ -356,6 +359,8 @@ class ProfileVersion(models.Model):
     """One version of a user's profile; the newest is current. Older versions stay for audit."""
 
     item_kind: ClassVar[str] = "profile_version"
+    # not a column: what approving it took out of its text, set on the version memory.services.review returns
+    withdrawn: ProfileChange | None
 
     end_user = models.ForeignKey(EndUser, on_delete=models.CASCADE, related_name="profile_versions")
     number = models.IntegerField()

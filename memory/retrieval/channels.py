@@ -16,7 +16,7 @@ from memory.heat import keyword_set, keyword_set_jaccard
 from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
 from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.result import RetrievalResult
-from memory.retrieval.rows import COSINE, PAGE_COSINE, columns
+from memory.retrieval.rows import COSINE, PAGE_COSINE, columns, extra_float
 from memory.text import STOPWORDS
 from memory.timeframes import TimeRange
 
@@ -334,8 +334,8 @@ def fact_candidates(space: MemorySpace, result: RetrievalResult, candidates: dic
         return
     through = KnowledgeEntry.source_pages.through
     quotable = models.Q(page__withheld=False) | models.Q(page__pinned=True)
-    rows = through.objects.filter(quotable, knowledgeentry_id__in=[k.entry.id for k in facts], page__space=space)
-    rows = rows.values_list("knowledgeentry_id", "page_id", "page__seq")
+    links = through.objects.filter(quotable, knowledgeentry_id__in=[k.entry.id for k in facts], page__space=space)
+    rows = links.values_list("knowledgeentry_id", "page_id", "page__seq")
     seq_of = {page_id: seq for _, page_id, seq in rows}
     best: dict[int, tuple[float, int]] = {}
     score_of = {k.entry.id: k.score for k in facts}
@@ -377,10 +377,10 @@ def fuse_neighbours(
     by_seq = {p.seq: p for p in pages.values()}
     for seq, hit_id in neighbour_seqs.items():
         page = by_seq.get(seq)
-        if page is None or float(page.cosine) < config.neighbour_floor:
+        if page is None or extra_float(page, "cosine") < config.neighbour_floor:
             continue
         candidate = candidates.setdefault(page.id, Candidate(page.id, seq))
-        candidate.cosine = max(candidate.cosine, float(page.cosine))
+        candidate.cosine = max(candidate.cosine, extra_float(page, "cosine"))
         hit = candidates[hit_id].fused
         own = fused_score(candidate, config)
         candidate.fused = max(own, min(config.neighbour_share * hit, hit - 1e-9))
@@ -391,9 +391,9 @@ def fuse_neighbours(
     for page in pages.values():
         candidate = candidates[page.id]
         if not candidate.cosine and "neighbour" not in candidate.found_by:  # found by a fact alone: now scored whole
-            candidate.cosine = float(page.cosine)
+            candidate.cosine = extra_float(page, "cosine")
             candidate.fused = fused_score(candidate, config)
-        candidate.cosine = max(candidate.cosine, float(page.cosine))  # a passage's may be higher than the page's
+        candidate.cosine = max(candidate.cosine, extra_float(page, "cosine"))  # a passage's may exceed the page's
 
 
 _NONE = Candidate(0, 0)

@@ -5,9 +5,11 @@ without the ORM's compilation on the request path (docs/decisions/0009-retrieval
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any, TypeVar
 
 import numpy as np
 from django.db import connection, models
@@ -19,6 +21,8 @@ from pgvector.django import CosineDistance
 
 from memory.models.tiers import unread_fields
 from memory.retrieval.side_readers import reads_beside_allowed, rows_beside, several_statements_per_execute
+
+M = TypeVar("M", bound=models.Model)
 
 
 def similarity(vector: np.ndarray):
@@ -136,19 +140,25 @@ def _read_fields(model: type[models.Model]) -> tuple[models.Field, ...]:
     return tuple(f for f in model._meta.concrete_fields if f.name not in skipped)
 
 
-def instances(model: type[models.Model], rows: list[tuple], extra: tuple[str, ...] = ()) -> list:
-    """Model instances from rows of `columns(model)` followed by the `extra` columns (set as attributes), with the
-    fields' own conversions from the database applied, as `Manager.raw` would."""
+def instances(model: type[M], rows: list[tuple], extra: tuple[str, ...] = ()) -> list[M]:
+    """Model instances from rows of `columns(model)` followed by the `extra` columns (set as attributes, read back
+    with `extra_float`), with the fields' own conversions from the database applied, as `Manager.raw` would."""
     names, compiler, converters = _reading(model)
-    if converters:
-        rows = compiler.apply_converters(rows, converters)
-    instances, loaded = [], _loaded_names(model)
-    for row in rows:
+    converted: Iterable[Sequence[Any]] = compiler.apply_converters(rows, converters) if converters else rows
+    instances: list[M] = []
+    loaded = _loaded_names(model)
+    for row in converted:
         instance = model.from_db(connection.alias, loaded, row[: len(names)])
         for name, value in zip(extra, row[len(names) :], strict=True):
             setattr(instance, name, value)
         instances.append(instance)
     return instances
+
+
+def extra_float(instance: models.Model, name: str) -> float:
+    """An `extra` column (a score or a cosine) that `instances` set on the instance: the model does not declare it,
+    so it is read by name."""
+    return float(getattr(instance, name))
 
 
 @cache

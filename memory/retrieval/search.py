@@ -49,7 +49,7 @@ from memory.retrieval.channels import (
 )
 from memory.retrieval.config import DEFAULT, RetrievalConfig, retrieval_config
 from memory.retrieval.result import RetrievalResult, ScoredKnowledge, ScoredPage, ScoredSegment
-from memory.retrieval.rows import Batch, Statement, instances, vector_text
+from memory.retrieval.rows import Batch, Statement, extra_float, instances, vector_text
 from memory.services.embedding_state import embedder_for_store
 from memory.services.visits import retrieval_visits_record
 from memory.text import extract_keywords
@@ -186,12 +186,13 @@ class _Retrieval:
         extra = ("score", "rank", "previous_text", "previous_until")
         for entry in instances(KnowledgeEntry, reads["knowledge"].rows, extra=extra):
             target = result.user_knowledge if entry.kind == KnowledgeKind.USER else result.assistant_knowledge
-            target.append(ScoredKnowledge(entry=entry, score=float(entry.score)))
+            target.append(ScoredKnowledge(entry=entry, score=extra_float(entry, "score")))
         if "vector" in reads:
             vector_candidates(reads["vector"].rows, self.segments, self.config, self.candidates)
         if "words" in reads:
             lexical_candidates(reads["words"].rows, self.terms, self.candidates)
         if "date" in reads:
+            assert result.time_range is not None  # the date read is added only for a question that names a range
             time_candidates(reads["date"].rows, result.time_range, self.candidates)
 
     def rank(self, batch: Batch) -> None:
@@ -227,9 +228,10 @@ class _Retrieval:
         """The ranked pages from the second batch, and the segments attached to what the result shows."""
         result = self.result
         if "gated" in self.reads:
-            pages = instances(Page, self.reads["gated"].rows, extra=("score",))
+            gated = instances(Page, self.reads["gated"].rows, extra=("score",))
             result.pages = [
-                ScoredPage(page=p, score=float(p.score), found_by={"vector": float(p.score)}) for p in pages
+                ScoredPage(page=p, score=extra_float(p, "score"), found_by={"vector": extra_float(p, "score")})
+                for p in gated
             ]
             result.ranked = list(result.pages)
         elif "pages" in self.reads:
@@ -240,7 +242,8 @@ class _Retrieval:
             limit = settings.MEMORY_RETRIEVE_PAGES
             result.ranked = [ScoredPage(pages[c.id], c.cosine, c.fused, c.found_by) for c in ranked[:limit]]
             result.pages = [p for p in result.ranked if p.page.tier == Tier.MID_TERM]
-        by_id = {segment.id: segment for segment in instances(Segment, self.reads["shown"].rows)}
+        # keyed by int | None: a ranked page not placed in a segment looks up None and finds none
+        by_id: dict[int | None, Segment] = {s.id: s for s in instances(Segment, self.reads["shown"].rows)}
         result.segments = [ScoredSegment(by_id[s.id], s.score, s.cosine, s.overlap) for s in self.top if s.id in by_id]
         result.pinned_segments = [s for s in by_id.values() if s.pinned]
         for scored in result.ranked:

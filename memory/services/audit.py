@@ -127,18 +127,19 @@ def audit_record_many(
 ) -> list[AuditEntry]:
     """Append one entry per end user (the same action, actor and detail), in a constant number of queries whatever
     their number: a read of a list that shows several users' memory is audited once per user."""
+    user_ids = sorted(set(end_user_ids))
     entries = [
         AuditEntry(
             tenant_id=tenant_id, actor_kind=actor.kind, actor_id=actor.id[:64], actor_label=actor.label[:200],
             action=action, end_user_id=user_id, subject_id=user_id, request_id=request_id[:64],
             detail=_normalised(detail),
         )
-        for user_id in sorted(set(end_user_ids))
+        for user_id in user_ids
     ]  # fmt: skip
     if not entries:
         return []
     with transaction.atomic(savepoint=False):
-        audit_lock(tenant_id, end_user_ids=[entry.subject_id for entry in entries])
+        audit_lock(tenant_id, end_user_ids=user_ids)
         _chain_append(tenant_id, entries)
     return entries
 

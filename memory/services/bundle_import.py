@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TypeVar, cast
 
 import numpy as np
 from django.db import transaction
@@ -52,6 +53,8 @@ from memory.services.turns import (
 from memory.services.webhook_events import facts_learned, webhook_events_emit
 from memory.steps import get_steps
 
+T = TypeVar("T")
+
 __all__ = [
     "BundleInvalid",
     "ImportRefused",
@@ -87,6 +90,12 @@ class _Space:
     data: dict
     assistant: Assistant
     space: MemorySpace | None = None
+
+    @property
+    def opened(self) -> MemorySpace:
+        """Its memory space, once `_spaces_open` has created or found it (the import writes only after that)."""
+        assert self.space is not None, "_spaces_open opens every target first"
+        return self.space
 
 
 def memory_import(
@@ -185,6 +194,12 @@ def _importable_part(bundle: dict, end_user: EndUser) -> dict:
     return {**kept, "end_user": {"external_id": end_user.external_id}}
 
 
+def held_bundle(row: MemoryImport) -> dict:
+    """The bundle of a staged, queued or running import: each is created with one, and it is dropped only when the
+    import is done or failed (the constraint memory_import_keeps_no_bundle_once_done)."""
+    return cast(dict, row.bundle)
+
+
 def memory_import_staged(*, staged: MemoryImport, actor: Actor, request_id: str = "") -> ImportResult:
     """Import a bundle staged by bundle_stage, then drop it (the imported row keeps only the counts).
 
@@ -193,7 +208,7 @@ def memory_import_staged(*, staged: MemoryImport, actor: Actor, request_id: str 
     with transaction.atomic():
         result = memory_import(
             end_user=staged.end_user,
-            bundle=staged.bundle,
+            bundle=held_bundle(staged),
             actor=actor,
             assistant_external_id=staged.assistant_external_id,
             request_id=request_id,
@@ -231,7 +246,7 @@ def _texts_mapped(value, *, text: Callable[[str], str] = str, keywords: Callable
         return [_texts_mapped(item, text=text, keywords=keywords) for item in value]
     if not isinstance(value, dict):
         return value
-    mapped = {}
+    mapped: dict = {}
     for key, item in value.items():
         if key in STORED_TEXTS and isinstance(item, str):
             mapped[key] = text(item)
@@ -344,10 +359,10 @@ def _spaces_open(end_user: EndUser, targets: list[_Space]) -> list[_Space]:
     """Each target's memory space, created if new and locked in id order (the order every writer takes them)."""
     for target in targets:
         target.space = space_get_or_create(end_user=end_user, assistant=target.assistant)
-    ids = sorted(t.space.pk for t in targets)
+    ids = sorted(t.opened.pk for t in targets)
     list(MemorySpace.objects.select_for_update().filter(pk__in=ids).order_by("id").values_list("pk", flat=True))
     for target in targets:
-        target.space.refresh_from_db()
+        target.opened.refresh_from_db()
         _space_check(end_user, target.assistant)  # again, under the lock
     return targets
 
@@ -365,7 +380,7 @@ def _import(end_user: EndUser, bundle: dict, targets: list[_Space], fingerprint:
 
 def _space_import(target: _Space, fingerprint: str) -> dict[int, Page]:
     """Segments, heat history and pages of one space, re-embedded; then the pipeline takes what is not placed."""
-    space, data = target.space, target.data
+    space, data = target.opened, target.data
     segments = _segments_create(space, data["segments"])
     pages = _pages_create(space, data["pages"], segments, fingerprint)
     _segments_embed(segments, pages)
@@ -429,7 +444,7 @@ def _pages_create(space: MemorySpace, rows: list[dict], segments: dict[int, Segm
     first_seq = space.next_seq
     pages = {}
     for offset, row in enumerate(rows):
-        segment = segments.get(row.get("segment_id"))
+        segment = _referred(segments, row.get("segment_id"))
         pages[row["id"]] = Page(
             space=space,
             seq=first_seq + offset,
@@ -504,11 +519,16 @@ def _pages_embed(placed: list[Page]) -> list[PageVectors]:
     return vectors
 
 
+def _referred(created: dict[int, T], bundle_id: int | None) -> T | None:
+    """What a bundle row refers to by the bundle's id (None when it refers to nothing: no id, or null)."""
+    return created.get(bundle_id) if bundle_id is not None else None
+
+
 def _chains_link(rows: list[dict], pages: dict[int, Page]) -> None:
     """Each page's previous page and the head of its chain, with the new ids."""
     linked = []
     for row in rows:
-        previous = pages.get(row.get("previous_page_id"))
+        previous = _referred(pages, row.get("previous_page_id"))
         page = pages[row["id"]]
         if page.segment is None:
             continue  # not placed yet: placement links it

@@ -21,7 +21,6 @@ from functools import partial
 from pathlib import Path
 
 from django.db import transaction
-from django.db.models import Model
 
 from memory.models import (
     EndUser,
@@ -52,6 +51,9 @@ from memory.steps.types import TurnText
 
 DELETE_ORDER = (IdempotentRequest, KnowledgeEntry, ProfileVersion, Page, Segment)
 
+# What may be forgotten by hand: each knows its kind (`item_kind`) and its owner.
+Item = Page | Segment | KnowledgeEntry | ProfileVersion
+
 
 def _files_delete(paths: Iterable[Path]) -> None:
     """Delete each file that is still there (after the transaction that forgot it commits)."""
@@ -60,12 +62,15 @@ def _files_delete(paths: Iterable[Path]) -> None:
 
 
 def plan_apply(
-    plan: ForgetPlan, *, item: Model | None, actor: Actor, reason: str, request_id: str, action: str = ""
+    plan: ForgetPlan, *, item: Item | None, actor: Actor, reason: str, request_id: str, action: str = ""
 ) -> ForgetImpact:
     """Carry out a plan inside the caller's transaction: tombstones, the audit entry, deletes, then updates.
 
     `item` is what was asked to be forgotten; a plan for several items (retention) passes none and names its
     `action` instead."""
+    if not action:
+        assert item is not None, "a plan for several items names its action"
+        action = f"{item.item_kind}.forget"
     tenant_id = plan.end_user.tenant_id
     for target_type, target_id in plan.tombstone_targets:
         audit_tombstone_target(tenant_id=tenant_id, target_type=target_type, target_id=target_id)
@@ -73,7 +78,7 @@ def plan_apply(
     audit_record(
         tenant=tenant_id,
         actor=actor,
-        action=action or f"{item.item_kind}.forget",
+        action=action,
         end_user=plan.end_user,
         target_type=item.item_kind if item is not None else "",
         target_id=item.pk if item is not None else None,
@@ -84,19 +89,19 @@ def plan_apply(
     for model in DELETE_ORDER:
         if plan.deleted(model):
             model.objects.filter(pk__in=plan.deleted(model)).delete()
-    for (model, pk), fields in plan.updates.items():
-        if pk not in plan.deleted(model):
-            model.objects.filter(pk=pk).update(**fields)
+    for (updated, pk), fields in plan.updates.items():
+        if pk not in plan.deleted(updated):
+            updated._default_manager.filter(pk=pk).update(**fields)  # `objects`: no model here has another manager
     _reembed(plan)
     if plan.profile_stale:
         _profile_mark_stale(plan.end_user)
     paths = [path for path in plan.export_paths if path]
     transaction.on_commit(partial(_files_delete, [Path(path) for path in paths]))
-    _forgotten_emit(plan, item, action or f"{item.item_kind}.forget")
+    _forgotten_emit(plan, item, action)
     return plan.impact
 
 
-def _forgotten_emit(plan: ForgetPlan, item: Model | None, action: str) -> None:
+def _forgotten_emit(plan: ForgetPlan, item: Item | None, action: str) -> None:
     """`memory.forgotten` after commit (ids and counts, no text); earlier events naming what went lose their text."""
     owner = plan.end_user
     named = item_data(kind=item.item_kind, id=item.pk) if item is not None else None
@@ -113,7 +118,7 @@ def _reembed(plan: ForgetPlan) -> None:
     if others:
         vectors = embedder_for_store().embed([text for _, text in others])
         for ((model, pk), _), vector in zip(others, vectors, strict=True):
-            model.objects.filter(pk=pk, embedding__isnull=False).update(embedding=vector)
+            model._default_manager.filter(pk=pk, embedding__isnull=False).update(embedding=vector)  # as above
     _pages_reembed({pk: text for (model, pk), text in items if model is Page})
 
 

@@ -8,6 +8,8 @@ item and the impact counts, never the content. A corrected fact reaches the prof
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import transaction
 
@@ -130,6 +132,14 @@ def memory_flag_set(*, item, flag: str, value: bool, actor: Actor, reason: str, 
     return True
 
 
+class _Who(TypedDict):
+    """Who changes an item and why: the same for each change of one update, and for its audit entry."""
+
+    actor: Actor
+    reason: str
+    request_id: str
+
+
 def _flags_set(item, flags: dict[str, bool | None], *, actor: Actor, reason: str, request_id: str) -> bool:
     """Set each flag given a value (None: leave it); returns whether any changed."""
     changed = False
@@ -203,7 +213,7 @@ def segment_update(
     _item_owner_lock(segment)
     if summary is None and keywords is not None:
         raise GovernanceError("the keywords need the summary they describe")
-    who = {"actor": actor, "reason": reason, "request_id": request_id}
+    who: _Who = {"actor": actor, "reason": reason, "request_id": request_id}
     if summary is not None:
         _segment_summary_set(segment=segment, summary=summary, keywords=keywords, **who)
     flagged = _flags_set(segment, {"pinned": pinned, "locked": locked}, **who)
@@ -224,7 +234,7 @@ def knowledge_update(
     """Correct a knowledge entry's text (re-embedded), pin or lock it, all or nothing; each change audited."""
     reason = _reason(reason)
     _item_owner_lock(entry)
-    who = {"actor": actor, "reason": reason, "request_id": request_id}
+    who: _Who = {"actor": actor, "reason": reason, "request_id": request_id}
     if text is not None:
         _knowledge_text_set(entry=entry, text=text, **who)
     flagged = _flags_set(entry, {"pinned": pinned, "locked": locked}, **who)

@@ -24,6 +24,7 @@ from memory.services.bundle_import import (
     ImportResult,
     ImportTakenOver,
     bundle_for_storage,
+    held_bundle,
     memory_import,
 )
 from memory.services.jobs import lease_end, lease_kept
@@ -83,7 +84,7 @@ def memory_import_staged_queue(*, staged: MemoryImport, actor: Actor, request_id
     """
     end_user = staged.end_user
     plan = memory_import(
-        end_user=end_user, bundle=staged.bundle, actor=actor, assistant_external_id=staged.assistant_external_id,
+        end_user=end_user, bundle=held_bundle(staged), actor=actor, assistant_external_id=staged.assistant_external_id,
         dry_run=True,
     )  # fmt: skip
     rows = MemoryImport.objects.filter(pk=staged.pk, status=ImportStatus.STAGED)
@@ -148,7 +149,7 @@ def memory_import_run(*, import_id: int) -> MemoryImport | None:
     try:
         with lease_kept(heartbeat.beat):
             result = memory_import(
-                end_user=job.end_user, bundle=job.bundle, actor=Actor(**job.actor),
+                end_user=job.end_user, bundle=held_bundle(job), actor=Actor(**job.actor),
                 assistant_external_id=job.assistant_external_id, request_id=job.request_id, job=job,
                 progress=heartbeat.heard,
             )  # fmt: skip

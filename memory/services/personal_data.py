@@ -476,7 +476,9 @@ def _row_save(name: str, row, before: dict[str, str]) -> int:
 def _knowledge_merged(entry: KnowledgeEntry, before: dict[str, str]) -> bool:
     """A fact whose redacted text is now another fact of its store ("email is a@x" and "email is b@y" both read
     "email is [email]") is folded into that one: the survivor gains its source pages, and it is deleted."""
-    same = KnowledgeEntry.objects.filter(
+    # a user fact's assistant_id is None, which Django matches as IS NULL; django-stubs rejects None on a nullable
+    # foreign key's _id lookup (typeddjango/django-stubs#3472)
+    same = KnowledgeEntry.objects.filter(  # type: ignore[misc]
         end_user_id=entry.end_user_id, kind=entry.kind, assistant_id=entry.assistant_id, text_hash=entry.text_hash
     ).exclude(pk=entry.pk)
     survivor = same.order_by("id").first()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.db import IntegrityError, transaction
@@ -32,6 +33,7 @@ from memory.models import (
     Tenant,
 )
 from memory.models.retention import ASSISTANT_TIERS, RETENTION_TIERS
+from memory.selectors.forgetting import ForgetImpact
 from memory.selectors.retention import LIMIT_FIELDS, RetentionPlan, retention_plan
 from memory.services import governance
 from memory.services.audit import Actor, audit_prune, audit_record
@@ -145,6 +147,7 @@ def _apply_inactive(plan: RetentionPlan, outcome: _Outcome, months: int | None) 
         except (LegalHoldActive, EndUserClosed):
             outcome.skip("inactive_users")
             continue
+        assert erasure.receipt is not None  # a real erasure (not a dry run) always writes its receipt
         outcome.receipts.append(erasure.receipt.pk)
 
 
@@ -164,10 +167,11 @@ def _apply_pages(plan: RetentionPlan, outcome: _Outcome) -> None:
 
 def _apply_items(plan: RetentionPlan, outcome: _Outcome, tier: str) -> None:
     """Facts and profile versions, each through its own forget service (one plan each, as by hand)."""
-    model, forget, param = {
+    forgets: dict[str, tuple[type[KnowledgeEntry | ProfileVersion], Callable[..., ForgetImpact], str]] = {
         "knowledge": (KnowledgeEntry, governance.knowledge_forget, "entry"),
         "profile_versions": (ProfileVersion, governance.profile_version_forget, "version"),
-    }[tier]
+    }
+    model, forget, param = forgets[tier]
     items = model.objects.filter(pk__in=getattr(plan, tier)).select_related("end_user").order_by("created_at", "id")
     for item in items.without_vectors() if model is KnowledgeEntry else items:
         try:
@@ -202,7 +206,7 @@ def chat_replies_expire(*, end_user: EndUser, reply_ids: list[int], reason: str)
 
 def _removed(plan: RetentionPlan) -> dict[str, int]:
     """How many planned items are gone now, per tier (one query per tier that planned something)."""
-    models = {
+    models: dict[str, type[EndUser | Page | KnowledgeEntry | ProfileVersion | ChatReply]] = {
         "inactive_users": EndUser,
         "pages": Page,
         "knowledge": KnowledgeEntry,

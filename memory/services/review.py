@@ -20,7 +20,7 @@ from django.db.models import F
 from memory.models import KnowledgeEntry, LegalHold, Page, ProfileVersion, ReviewState
 from memory.models.job_leases import JobKind
 from memory.models.tiers import KnowledgeKind, ProfileAuthor
-from memory.profile_withdrawal import ProfileWithdrawal, profile_without
+from memory.profile_withdrawal import ProfileChange, ProfileWithdrawal, profile_without
 from memory.selectors.forgetting import ForgetImpact, plan_pages_forget
 from memory.selectors.review import profile_withdrawals
 from memory.services.audit import Actor, audit_record
@@ -106,7 +106,7 @@ def profile_version_review(
     """
     text, reason = _decision_checked(version, decision, text, reason)
     _item_owner_lock(version)
-    before = version.text
+    before: str | None = version.text
     if text is not None:
         version.text = text
     version.review_state = ReviewState.APPROVED if decision == APPROVE else ReviewState.REJECTED
@@ -135,17 +135,6 @@ def _decision_emit(item, decision: str, named: dict) -> None:
 
 
 # --- What a rejection withdraws: profile text and source turns ------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ProfileChange:
-    """What withdrawing rejected facts did to one profile version: `version` is the one rewritten in place (pending),
-    the new version written after the current one, or the current one marked stale (a paraphrase)."""
-
-    version: ProfileVersion
-    before: str
-    removed: list[str]
-    stale: bool = False
 
 
 @dataclass(frozen=True)
@@ -234,8 +223,8 @@ def _rederive_queue(end_user_id: int) -> None:
 def _withdrawal_audit(version, withdrawal: ProfileWithdrawal, before: str, *, actor, reason, request_id) -> None:
     detail = {"removed": len(withdrawal.removed), "paraphrased": len(withdrawal.paraphrased)}
     after = withdrawal.text if withdrawal.changed else None
-    before = before if withdrawal.changed else None
-    _audit(version, actor=actor, action="profile.withdraw", reason=reason, before=before, after=after, detail=detail,
+    replaced = before if withdrawal.changed else None
+    _audit(version, actor=actor, action="profile.withdraw", reason=reason, before=replaced, after=after, detail=detail,
            request_id=request_id)  # fmt: skip
 
 

@@ -94,8 +94,12 @@ class StepFailed(Exception):
 class MemorySteps(Protocol):
     """One way of doing the memory steps: offline heuristics or an LLM."""
 
-    mode: str  # "offline" or "llm"
-    usage: Usage  # accumulated over this object's calls
+    # Read-only, so that steps which wrap others (personal_data.MaskedSteps) can report the inner steps' own.
+    @property
+    def mode(self) -> str: ...  # "offline" or "llm"
+
+    @property
+    def usage(self) -> Usage: ...  # accumulated over this object's calls
 
     def chain_and_topic(
         self, *, previous: TurnText | None, previous_chain_summary: str, page: TurnText, similarity: float | None
