@@ -195,7 +195,7 @@ def reply_draft(
     idempotency_key: str,
     actor: Actor | None = None,
     now: datetime | None = None,
-    request: ReplyRequest = ReplyRequest(),
+    request: ReplyRequest | None = None,
 ) -> Draft | ReplyResult:
     """The first half of reply_generate: claim, retrieve, build the prompt and generate, storing nothing yet.
 
@@ -205,6 +205,7 @@ def reply_draft(
     memory proxy passes the rest of its caller's `request` (ReplyRequest). Raises as reply_generate does.
     """
     message, idempotency_key = message_check(message), _key_check(idempotency_key)
+    request = request or ReplyRequest()
     if not (end_user.is_active and assistant.is_active):
         raise InvalidMessage("This conversation is closed: the account or the assistant has been deactivated.")
     try:

@@ -6,11 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from django.db.models import FloatField, Value
+from django.db.models.functions import Coalesce
 from pgvector.django import CosineDistance
 
 from memory.models import Page, Segment
 from memory.models.tiers import topic_vector_of
-from memory.retrieval.rows import similarity
+
+
+def _similarity(vector: np.ndarray):
+    """cosine similarity = 1 − cosine distance; rows without a vector score 0 (the ORM's twin of rows.COSINE)."""
+    return Coalesce(Value(1.0) - CosineDistance("embedding", vector), Value(0.0), output_field=FloatField())
 
 
 @dataclass(frozen=True)
@@ -24,7 +30,7 @@ def segment_candidates(*, space_id: int, vector: np.ndarray, limit: int = 20) ->
     """The segments of one space nearest to `vector` by cosine of their summary embeddings."""
     rows = (
         Segment.objects.filter(space_id=space_id, embedding__isnull=False)
-        .annotate(cosine=similarity(vector))
+        .annotate(cosine=_similarity(vector))
         .order_by("-cosine", "id")
         .values_list("id", "cosine", "keywords")[:limit]
     )

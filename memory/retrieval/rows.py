@@ -13,21 +13,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 from django.db import connection, models
-from django.db.models import FloatField, Value
-from django.db.models.functions import Coalesce
 from django.db.models.sql import Query
 from django.db.models.sql.compiler import SQLCompiler
-from pgvector.django import CosineDistance
 
 from memory.models.tiers import unread_fields
 from memory.retrieval.side_readers import reads_beside_allowed, rows_beside, several_statements_per_execute
 
 M = TypeVar("M", bound=models.Model)
-
-
-def similarity(vector: np.ndarray):
-    """cosine similarity = 1 − cosine distance; rows without a vector score 0 (the ORM's twin of COSINE)."""
-    return Coalesce(Value(1.0) - CosineDistance("embedding", vector), Value(0.0), output_field=FloatField())
 
 
 def vector_text(vector: np.ndarray) -> str:
