@@ -232,6 +232,13 @@ class Page(models.Model):
             models.Index(fields=["segment", "seq"], name="page_segment_seq"),
             # retrieval asks for a space's pinned pages on every query: few rows, found without a scan
             models.Index(fields=["space"], condition=models.Q(pinned=True), name="page_space_pinned"),
+            # a space's mid-term pages that wait for placement: counted on every turn that overflows STM, without
+            # reading the space's thousands of entries in the other indexes (a few rows a space, none for most)
+            models.Index(
+                fields=["space", "seq"],
+                condition=models.Q(tier="mtm", segment__isnull=True),
+                name="page_waiting_placement",
+            ),
             # fastupdate off: a query would otherwise scan the whole pending list of new entries (up to 4 MB) until a
             # vacuum merged it; a page's insert costs a little more instead
             # (docs/decisions/0008-space-scoped-search-keys.md)
