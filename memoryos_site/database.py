@@ -103,84 +103,34 @@ def _start_lock(pgdata: Path) -> Iterator[None]:
 
 
 def _shared_buffers_apply(pgdata: Path, host: str, *, may_restart: bool) -> None:
-    """Give the embedded server its `shared_buffers`, its own cache, on which retrieval at scale depends
-    (docs/scaling.md): EMBEDDED_DB_SHARED_BUFFERS when set, else a size from the machine's memory
-    (`shared_buffers_default`).
+    """Give the embedded server the configured `shared_buffers` (EMBEDDED_DB_SHARED_BUFFERS; empty leaves
+    PostgreSQL's 128 MB), its own cache, on which retrieval at scale depends (docs/scaling.md).
 
     The value is stored with ALTER SYSTEM, and takes effect when the server starts. When this process has just
     started the server (no other process is connected yet), it is restarted at once; when the server was already
     running with another value, a warning says to restart it, as a restart would cut other processes' connections.
-    If the server cannot start with the new size it runs again with its previous one: an explicit size then raises
-    DatabaseUnavailable, the automatic one only logs a warning.
     """
+    import psycopg
     from django.conf import settings
-
-    explicit = settings.EMBEDDED_DB_SHARED_BUFFERS
-    physical_bytes, cgroup_limit_bytes = machine_memory()
-    wanted = explicit or shared_buffers_default(physical_bytes=physical_bytes, cgroup_limit_bytes=cgroup_limit_bytes)
-    if not may_restart:
-        _shared_buffers_defer(pgdata, host, wanted, automatic=not explicit)
-        return
-    stored = _shared_buffers_store(pgdata, host, wanted)
-    if stored is None:
-        return
-    try:
-        _embedded_server_restart(pgdata, wanted, stored)
-    except SharedBuffersRefused:
-        if explicit:
-            raise
-        logger.warning(
-            "The embedded PostgreSQL did not start with shared_buffers = %s, the size from this machine's memory "
-            "(its log is %s), and runs with its previous size: set EMBEDDED_DB_SHARED_BUFFERS (e.g. 512MB) to "
-            "choose one.",
-            wanted,
-            pgdata / "log",
-        )
-
-
-def _shared_buffers_defer(pgdata: Path, host: str, wanted: str, *, automatic: bool) -> None:
-    """The server runs under other processes: warn how to restart it when its size is not `wanted`. An explicit size
-    is stored for its next start; the automatic one is not, so that a size the server cannot take never stops its
-    next start (the process that starts it tries the size, and takes it back if need be)."""
-    pid_file = pgdata / "postmaster.pid"
-    if not automatic:
-        if _shared_buffers_store(pgdata, host, wanted) is not None:
-            logger.warning(
-                "EMBEDDED_DB_SHARED_BUFFERS=%s is stored and takes effect when the embedded PostgreSQL next starts: "
-                "stop every MemoryOS process, then the server (kill $(head -1 %s)), and start MemoryOS again.",
-                wanted,
-                pid_file,
-            )
-    elif not _shared_buffers_is(host, wanted):
-        logger.warning(
-            "The embedded PostgreSQL gets shared_buffers = %s from this machine's memory when MemoryOS next starts "
-            "it: stop every MemoryOS process, then the server (kill $(head -1 %s)), and start MemoryOS again; or set "
-            "EMBEDDED_DB_SHARED_BUFFERS to choose a size.",
-            wanted,
-            pid_file,
-        )
-
-
-def _shared_buffers_is(host: str, size: str) -> bool:
-    """Whether the running server's shared_buffers is `size`."""
-    import psycopg
-
-    with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as conn:
-        return conn.execute(SHARED_BUFFERS_SQL, [size]).fetchone()[0]
-
-
-def _shared_buffers_store(pgdata: Path, host: str, size: str) -> str | None:
-    """Store `size` with ALTER SYSTEM for the server's next start and return the stored settings as they were
-    (the text of postgresql.auto.conf), or None when the server already runs with it (nothing stored)."""
-    import psycopg
     from psycopg import sql
 
+    wanted = settings.EMBEDDED_DB_SHARED_BUFFERS
+    if not wanted:
+        return
     with psycopg.connect(host=host, user="postgres", dbname="postgres", autocommit=True) as conn:
-        if conn.execute(SHARED_BUFFERS_SQL, [size]).fetchone()[0]:
-            return None
+        if conn.execute(SHARED_BUFFERS_SQL, [wanted]).fetchone()[0]:
+            return
         stored = (pgdata / STORED_SETTINGS).read_text()
-        conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(size)))
-    return stored
+        conn.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(wanted)))
+    if may_restart:
+        _embedded_server_restart(pgdata, wanted, stored)
+    else:
+        logger.warning(
+            "EMBEDDED_DB_SHARED_BUFFERS=%s is stored and takes effect when the embedded PostgreSQL next starts: stop "
+            "every MemoryOS process, then the server (kill $(head -1 %s)), and start MemoryOS again.",
+            wanted,
+            pgdata / "postmaster.pid",
+        )
 
 
 # Where ALTER SYSTEM stores settings, read when the server starts.
@@ -189,55 +139,18 @@ STORED_SETTINGS = "postgresql.auto.conf"
 SHARED_BUFFERS_SQL = (
     "SELECT setting::bigint * pg_size_bytes(unit) = pg_size_bytes(%s) FROM pg_settings WHERE name = 'shared_buffers'"
 )
-# The automatic size: a quarter of the memory, PostgreSQL's documented starting point for shared_buffers, at least
-# its compile default; past 8 GB a size is the operator's to choose (EMBEDDED_DB_SHARED_BUFFERS), as it is for
-# DATABASE_URL servers (docs/scaling.md).
-SHARED_BUFFERS_SHARE = 4
-SHARED_BUFFERS_MIN_MB = 128
-SHARED_BUFFERS_MAX_MB = 8 * 1024
-CGROUP_ROOT = Path("/sys/fs/cgroup")
-
-
-class SharedBuffersRefused(DatabaseUnavailable):
-    """The embedded server did not start with a new shared_buffers; it runs again with its previous size."""
-
-
-def shared_buffers_default(*, physical_bytes: int, cgroup_limit_bytes: int | None) -> str:
-    """The embedded server's shared_buffers when EMBEDDED_DB_SHARED_BUFFERS is unset, e.g. "6144MB": a quarter of
-    the memory (the cgroup limit when one is set and smaller), in whole MB, between 128MB and 8GB."""
-    memory = physical_bytes if cgroup_limit_bytes is None else min(physical_bytes, cgroup_limit_bytes)
-    megabytes = memory // SHARED_BUFFERS_SHARE // 1024**2
-    return f"{max(SHARED_BUFFERS_MIN_MB, min(megabytes, SHARED_BUFFERS_MAX_MB))}MB"
-
-
-def machine_memory(cgroup_root: Path = CGROUP_ROOT) -> tuple[int, int | None]:
-    """This machine's physical memory and its container's memory limit (None when unlimited or unknown), in
-    bytes. Reads only."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), _cgroup_memory_limit(cgroup_root)
-
-
-def _cgroup_memory_limit(cgroup_root: Path) -> int | None:
-    """The cgroup v2 memory.max ("max": none) or else v1 memory.limit_in_bytes (unlimited reads as a huge number,
-    larger than the machine, which `shared_buffers_default` then ignores); None when neither is there."""
-    for path in (cgroup_root / "memory.max", cgroup_root / "memory" / "memory.limit_in_bytes"):
-        try:
-            text = path.read_text().strip()
-        except OSError:
-            continue
-        return int(text) if text.isdigit() else None
-    return None
 
 
 def _embedded_server_restart(pgdata: Path, shared_buffers: str, stored: str) -> None:
     """Restart the embedded server (it keeps its socket directory and options) and wait until it accepts. If it
     cannot start with the new size, its stored settings are put back as they were (`stored`, the text of
-    postgresql.auto.conf), the server started as before, and SharedBuffersRefused says so."""
+    postgresql.auto.conf), the server started as before, and DatabaseUnavailable says so."""
     try:
         embedded_server_restart(pgdata)
     except subprocess.SubprocessError as exc:
         (pgdata / STORED_SETTINGS).write_text(stored)  # the server is stopped: as ALTER SYSTEM would write it
         _embedded_server_host(pgdata)
-        raise SharedBuffersRefused(
+        raise DatabaseUnavailable(
             f"the embedded PostgreSQL in {pgdata} did not start with shared_buffers = {shared_buffers} "
             f"({type(exc).__name__}; its log is {pgdata / 'log'}): it runs with its previous size. A size larger "
             "than the machine can give keeps it from starting: lower EMBEDDED_DB_SHARED_BUFFERS or unset it."

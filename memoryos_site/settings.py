@@ -174,8 +174,7 @@ DATABASE_URL = env_str("DATABASE_URL")
 EMBEDDED_DATABASE = not DATABASE_URL
 EMBEDDED_PGDATA = VAR_DIR / "pgdata"
 # The embedded server's own cache (PostgreSQL's shared_buffers), e.g. "2GB": retrieval over many users' memory
-# depends on it (docs/scaling.md). Empty sizes it from the machine: a quarter of its memory (or of its container's
-# limit), between 128MB and 8GB (memoryos_site.database.shared_buffers_default).
+# depends on it (docs/scaling.md). Empty keeps PostgreSQL's default, 128 MB, enough for the quick start.
 EMBEDDED_DB_SHARED_BUFFERS = env_str("EMBEDDED_DB_SHARED_BUFFERS").strip()
 if EMBEDDED_DB_SHARED_BUFFERS and not re.fullmatch(r"[1-9]\d*(MB|GB)", EMBEDDED_DB_SHARED_BUFFERS):
     raise ImproperlyConfigured(
