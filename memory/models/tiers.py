@@ -236,7 +236,7 @@ class Page(models.Model):
             # reading the space's thousands of entries in the other indexes (a few rows a space, none for most)
             models.Index(
                 fields=["space", "seq"],
-                condition=models.Q(tier="mtm", segment__isnull=True),
+                condition=models.Q(tier=Tier.MID_TERM, segment__isnull=True),
                 name="page_waiting_placement",
             ),
             # fastupdate off: a query would otherwise scan the whole pending list of new entries (up to 4 MB) until a

@@ -136,7 +136,7 @@ def test_a_deactivated_user_or_assistant_records_no_turn(space):
 
 def test_counting_the_pages_that_wait_for_placement_reads_their_own_small_index(space):
     """Every turn that overflows STM counts the space's pages waiting for placement: that count must not read the
-    space's thousands of entries in the space and segment indexes (7.7 ms for a user read from the disk)."""
+    space's thousands of entries in the space and segment indexes (7.7 ms for a user outside PostgreSQL's cache)."""
     params = {"space": space.pk, "mid_term": Tier.MID_TERM, "short_term": Tier.SHORT_TERM, "capacity": 7}
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")  # a few test rows would otherwise be read whole
