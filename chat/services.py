@@ -196,21 +196,25 @@ def reply_draft(
     actor: Actor | None = None,
     now: datetime | None = None,
     request: ReplyRequest | None = None,
+    space: MemorySpace | None = None,
+    policy: PersonalDataPolicy | None = None,
 ) -> Draft | ReplyResult:
     """The first half of reply_generate: claim, retrieve, build the prompt and generate, storing nothing yet.
 
     Returns a Draft to pass to reply_store (or reply_abandon when whoever asked has gone away), or the final
     ReplyResult when there is nothing to store: a replayed key, or a failed generation (marked failed already).
     With `request.stream`, a model's reply is not generated yet: reply_pieces generates it piece by piece. The
-    memory proxy passes the rest of its caller's `request` (ReplyRequest). Raises as reply_generate does.
+    memory proxy passes the rest of its caller's `request` (ReplyRequest), and the pair's `space` and the tenant's
+    `policy` when it has read them (saving their queries). Raises as reply_generate does.
     """
     message, idempotency_key = message_check(message), _key_check(idempotency_key)
     request = request or ReplyRequest()
     if not (end_user.is_active and assistant.is_active):
         raise InvalidMessage("This conversation is closed: the account or the assistant has been deactivated.")
     try:
-        space = space_get_or_create(end_user=end_user, assistant=assistant)
-        policy = personal_data_policy_or_default(tenant=end_user.tenant_id)
+        if space is None or (space.end_user_id, space.assistant_id) != (end_user.pk, assistant.pk):
+            space = space_get_or_create(end_user=end_user, assistant=assistant)
+        policy = policy or personal_data_policy_or_default(tenant=end_user.tenant_id)
         reply, claimed = chat_reply_claim(
             space=space, idempotency_key=idempotency_key, user_message=message, policy=policy
         )

@@ -7,13 +7,16 @@ actor every audit entry names.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import SimpleNamespace
 
 from api.access import Principal
 from api.throttling import TokenRateThrottle
-from memory.models import Assistant, Tenant
-from memory.selectors.people import assistant_get, assistant_list
+from memory.models import Assistant, EndUser, MemorySpace, PersonalDataPolicy, Tenant
+from memory.selectors.people import assistant_get, assistant_list, conversation_read
 from memory.services.api_tokens import api_token_authenticate
+from memory.services.conversation import PartyInactive
+from memory.services.gdpr import end_user_for_turn
 
 
 class NotAuthenticated(Exception):
@@ -80,3 +83,33 @@ def assistant_for(tenant: Tenant, external_id: str | None) -> Assistant:
     if not candidates:
         raise Assistant.DoesNotExist("This tenant has no active assistant.")
     return candidates[0]
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """The parties of a proxied chat and what it reads before retrieving: the end user, the assistant, their
+    memory space (None before its first turn) and the tenant's personal data policy."""
+
+    end_user: EndUser
+    assistant: Assistant
+    space: MemorySpace | None
+    policy: PersonalDataPolicy
+
+
+def conversation_for(tenant: Tenant, user: str, assistant: str | None) -> Conversation:
+    """assistant_for and conversation_parties in one statement when the end user exists (every turn but a user's
+    first), with the same refusals: Assistant.DoesNotExist, AssistantUnnamed, PartyInactive, and EndUserClosed for
+    an erased user, who is never created again."""
+    read = conversation_read(tenant=tenant, user=user, assistant=assistant)
+    if not read.assistants:
+        message = "No such assistant in this tenant." if assistant else "This tenant has no active assistant."
+        raise Assistant.DoesNotExist(message)
+    if assistant is None and len(read.assistants) > 1:
+        raise AssistantUnnamed("This tenant has several assistants: name one.")
+    found = read.assistants[0]
+    if not found.is_active:
+        raise PartyInactive(found, "assistant")
+    end_user = read.end_user or end_user_for_turn(tenant=tenant, external_id=user)
+    if not end_user.is_active:
+        raise PartyInactive(end_user, "user")
+    return Conversation(end_user, found, read.space, read.policy)

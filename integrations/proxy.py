@@ -49,10 +49,9 @@ from chat.services import (
     reply_pieces,
     reply_store,
 )
-from integrations.access import assistant_for, bearer_token, principal_for_token
+from integrations.access import bearer_token, conversation_for, principal_for_token
 from integrations.errors import Problem, problem_of
 from memory.llm import ToolCallDeltas
-from memory.services.conversation import conversation_parties
 from memory.steps import llm_configured
 from memory.text import text_refusal
 
@@ -191,14 +190,16 @@ def _event_stream(events) -> StreamingHttpResponse:
 
 
 def _draft(request: HttpRequest, principal: Principal, body: dict) -> Draft | ReplyResult:
-    named = assistant_for(principal.tenant, request.headers.get(ASSISTANT_HEADER, "").strip() or None)
-    end_user, assistant = conversation_parties(tenant=principal.tenant, user=body["user"], assistant=named)
+    named = request.headers.get(ASSISTANT_HEADER, "").strip() or None
+    parties = conversation_for(principal.tenant, body["user"], named)
     key = request.headers.get("Idempotency-Key", "").strip() or f"proxy-{uuid.uuid4()}"
     if len(key) > IDEMPOTENCY_KEY_MAX:
         raise BadRequest(f"Idempotency-Key is longer than {IDEMPOTENCY_KEY_MAX} characters.")
     return reply_draft(
-        end_user=end_user,
-        assistant=assistant,
+        end_user=parties.end_user,
+        assistant=parties.assistant,
+        space=parties.space,
+        policy=parties.policy,
         message=body["message"],
         idempotency_key=key,
         actor=principal.actor,

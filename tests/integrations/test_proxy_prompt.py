@@ -164,8 +164,9 @@ def test_a_completion_costs_a_bounded_number_of_queries(llm, memory, token, djan
     llm.replies.append("Again: Biscuit.")
     post(token, CONVERSATION)  # warm: the token's last_used_at, the embedding state
 
-    # the chat's own loop: authentication, the parties, the claim, retrieval (13), the turn, the reply and its audit
-    with django_assert_max_num_queries(40):
+    # the chat's own loop: authentication (1), the parties with their space and policy (1: four before), the claim,
+    # retrieval, the turn, the reply and its audit
+    with django_assert_max_num_queries(18):
         assert post(token, {**CONVERSATION, "messages": CONVERSATION["messages"][-1:]}).status_code == 200
 
 
