@@ -64,3 +64,18 @@ def test_the_command_clusters_and_reports_before_and_after(space, other_space):
     call_command("memory_cluster", stdout=out)
     assert "Before:" in out.getvalue() and "After:" in out.getvalue() and "Done in" in out.getvalue()
     assert physical_order() == sorted(physical_order())
+
+
+@pytest.mark.django_db
+def test_the_page_and_passage_tables_are_vacuumed_once_a_hundredth_of_their_rows_changed():
+    """The vector channel's first pass stays an index-only scan only where the table pages are marked all-visible,
+    which every turn, eviction and placement clears and only a vacuum sets again (decision 0021)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, reloptions FROM pg_class WHERE relname IN ('memory_page', 'memory_pagepassage')"
+        )
+        options = dict(cursor.fetchall())
+
+    sooner = {"autovacuum_vacuum_scale_factor=0.01", "autovacuum_vacuum_insert_scale_factor=0.01"}
+    assert set(options) == {"memory_page", "memory_pagepassage"}
+    assert all(sooner <= set(table_options or ()) for table_options in options.values()), options
