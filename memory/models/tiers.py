@@ -78,6 +78,15 @@ class VectorQuerySet(models.QuerySet):
         return self.defer(*names)
 
 
+class PageQuerySet(VectorQuerySet):
+    """Pages, with the one name of the mid-term pages that wait to be placed into a segment."""
+
+    def waiting_placement(self) -> Self:
+        """Mid-term pages not yet placed into a segment: the condition of the `page_waiting_placement` index, which
+        answers every read of them (STM_EVICT_SQL writes the same condition out)."""
+        return self.filter(WAITING_PLACEMENT)
+
+
 def space_lexeme(space_id: int) -> str:
     """The lexeme that names a space in its pages' `search` vectors, as tsquery input: 'space 42'. It holds a
     space, which no text-search parser puts in a lexeme, so no word of a message or a question can match it."""
@@ -124,6 +133,10 @@ def page_words(config: str = "english") -> SearchVector:
 class Tier(models.TextChoices):
     SHORT_TERM = "stm", "Short-term"
     MID_TERM = "mtm", "Mid-term"
+
+
+# Mid-term pages not yet placed into a segment (PageQuerySet.waiting_placement, the page_waiting_placement index).
+WAITING_PLACEMENT = models.Q(tier=Tier.MID_TERM, segment__isnull=True)
 
 
 IMPORTED_FROM = "imported from "
@@ -218,7 +231,7 @@ class Page(models.Model):
         db_persist=True,
     )
 
-    objects = VectorQuerySet.as_manager()
+    objects = PageQuerySet.as_manager()
 
     class Meta:
         constraints = [
@@ -234,11 +247,7 @@ class Page(models.Model):
             models.Index(fields=["space"], condition=models.Q(pinned=True), name="page_space_pinned"),
             # a space's mid-term pages that wait for placement: counted on every turn that overflows STM, without
             # reading the space's thousands of entries in the other indexes (a few rows a space, none for most)
-            models.Index(
-                fields=["space", "seq"],
-                condition=models.Q(tier=Tier.MID_TERM, segment__isnull=True),
-                name="page_waiting_placement",
-            ),
+            models.Index(fields=["space", "seq"], condition=WAITING_PLACEMENT, name="page_waiting_placement"),
             # fastupdate off: a query would otherwise scan the whole pending list of new entries (up to 4 MB) until a
             # vacuum merged it; a page's insert costs a little more instead
             # (docs/decisions/0008-space-scoped-search-keys.md)

@@ -177,7 +177,7 @@ def short_term_list(*, space: MemorySpace) -> list[Page]:
 
 def pages_pending_count(*, space: MemorySpace) -> int:
     """Pages that left short-term memory and wait to be placed into a segment."""
-    return Page.objects.filter(space=space, tier=Tier.MID_TERM, segment__isnull=True).count()
+    return Page.objects.waiting_placement().filter(space=space).count()
 
 
 def segment_rows(*, space: MemorySpace, now: datetime) -> list[SegmentRow]:

@@ -93,7 +93,12 @@ def conversation_read(*, tenant: Tenant, user: str, assistant: str | None) -> Co
     space and the tenant's personal data policy, in one statement: what a proxied chat reads before it retrieves,
     which took four queries one after another. Applies no rule: the caller decides what a missing or inactive party
     means (integrations.access.conversation_for)."""
-    params: dict[str, Any] = {"tenant": tenant.pk, "user": user, "named": assistant is not None, "assistant": assistant or ""}
+    params: dict[str, Any] = {
+        "tenant": tenant.pk,
+        "user": user,
+        "named": assistant is not None,
+        "assistant": assistant or "",
+    }
     with connection.cursor() as cursor:
         cursor.execute(_conversation_sql(), params)
         rows = cursor.fetchall()

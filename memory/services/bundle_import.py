@@ -34,7 +34,7 @@ from memory.models import (
 )
 from memory.models.job_leases import JobKind
 from memory.models.privacy import PersonalDataPolicy, ReviewState
-from memory.models.tiers import IMPORTED_FROM, PageSource, ReplySource, Tier
+from memory.models.tiers import IMPORTED_FROM, PageSource, ReplySource
 from memory.profile_withdrawal import profile_without
 from memory.selectors.heat import hot_segment_ids
 from memory.selectors.personal_data import personal_data_policy_or_default
@@ -567,7 +567,7 @@ def _pending_place(space: MemorySpace) -> None:
     """Queue placement of the space's pending mid-term pages (the bundle's and the STM overflow's) after commit."""
     from memory.tasks import pages_place_task
 
-    newest = Page.objects.filter(space=space, tier=Tier.MID_TERM, segment__isnull=True).order_by("-seq").first()
+    newest = Page.objects.waiting_placement().filter(space=space).order_by("-seq").first()
     if newest is not None:
         transaction.on_commit(lambda: pages_place_task.delay(newest.pk))
 

@@ -33,7 +33,6 @@ from memory.models import (
     ProfileVersion,
     SegmentVisit,
 )
-from memory.models.tiers import Tier
 
 # Back-off after a failed run, by attempt (the same schedule as the tasks' retries): the sweep waits as long.
 RETRY_DELAYS = (10, 60, 300, 900, 3600)
@@ -179,14 +178,15 @@ def _placements_requeue(now: datetime) -> int:
 
     live = JobLease.objects.filter(kind=JobKind.PLACEMENT, lease_until__gte=now).values("target_id")
     newest = (
-        Page.objects.filter(tier=Tier.MID_TERM, segment__isnull=True, created_at__lt=now - _lease())
+        Page.objects.waiting_placement()
+        .filter(created_at__lt=now - _lease())
         .exclude(space_id__in=live)
         .values("space_id")
         .annotate(newest=Max("id"))
         .values_list("space_id", "newest")
     )
     rows = list(newest)
-    pending_spaces = Page.objects.filter(tier=Tier.MID_TERM, segment__isnull=True).values("space_id")
+    pending_spaces = Page.objects.waiting_placement().values("space_id")
     # A dead holder's claim on a space with nothing left to place (its pages placed since, or the space erased)
     JobLease.objects.filter(kind=JobKind.PLACEMENT, lease_until__lt=now).exclude(target_id__in=pending_spaces).delete()
     for space_id, page_id in rows:

@@ -104,7 +104,7 @@ def space_pending_place(*, space_id: int, now: datetime | None = None) -> Placem
 
     Idempotent, like `pages_place`: with nothing pending it does nothing.
     """
-    newest = Page.objects.filter(space_id=space_id, tier=Tier.MID_TERM, segment__isnull=True).aggregate(Max("id"))
+    newest = Page.objects.waiting_placement().filter(space_id=space_id).aggregate(Max("id"))
     if newest["id__max"] is None:
         return PlacementReport()
     return pages_place(page_id=newest["id__max"], now=now)
@@ -117,9 +117,7 @@ def _place_pending(space: MemorySpace, up_to_seq: int, steps: MemorySteps, now: 
     L_interaction, so eviction and the hot check look at those alone (visits heat segments too: whoever records
     them checks those with `segments_promote_hot`).
     """
-    pending = list(
-        Page.objects.filter(space=space, tier=Tier.MID_TERM, segment__isnull=True, seq__lte=up_to_seq).order_by("seq")
-    )
+    pending = list(Page.objects.waiting_placement().filter(space=space, seq__lte=up_to_seq).order_by("seq"))
     report = PlacementReport()
     if not pending:
         return report
@@ -408,6 +406,6 @@ def _placement_rerun(space_id: int) -> None:
     """Queue placement for the space's newest pending page: it was evicted while this worker was placing."""
     from memory.tasks import pages_place_task
 
-    newest = Page.objects.filter(space_id=space_id, tier=Tier.MID_TERM, segment__isnull=True).aggregate(Max("id"))
+    newest = Page.objects.waiting_placement().filter(space_id=space_id).aggregate(Max("id"))
     if newest["id__max"] is not None:
         pages_place_task.delay(newest["id__max"])
