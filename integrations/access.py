@@ -15,8 +15,7 @@ from api.throttling import TokenRateThrottle
 from memory.models import Assistant, EndUser, MemorySpace, PersonalDataPolicy, Tenant
 from memory.selectors.people import assistant_get, assistant_list, conversation_read
 from memory.services.api_tokens import api_token_authenticate
-from memory.services.conversation import PartyInactive
-from memory.services.gdpr import end_user_for_turn
+from memory.services.conversation import conversation_parties
 
 
 class NotAuthenticated(Exception):
@@ -77,7 +76,11 @@ def assistant_for(tenant: Tenant, external_id: str | None) -> Assistant:
     """
     if external_id:
         return assistant_get(tenant=tenant, external_id=external_id)
-    candidates = list(assistant_list(tenant=tenant, active=True)[:2])
+    return _the_only_active(list(assistant_list(tenant=tenant, active=True)[:2]))
+
+
+def _the_only_active(candidates: list[Assistant]) -> Assistant:
+    """The one of a tenant's first two active assistants (by external id) a call that names none means."""
     if len(candidates) > 1:
         raise AssistantUnnamed("This tenant has several assistants: name one.")
     if not candidates:
@@ -101,15 +104,11 @@ def conversation_for(tenant: Tenant, user: str, assistant: str | None) -> Conver
     first), with the same refusals: Assistant.DoesNotExist, AssistantUnnamed, PartyInactive, and EndUserClosed for
     an erased user, who is never created again."""
     read = conversation_read(tenant=tenant, user=user, assistant=assistant)
-    if not read.assistants:
-        message = "No such assistant in this tenant." if assistant else "This tenant has no active assistant."
-        raise Assistant.DoesNotExist(message)
-    if assistant is None and len(read.assistants) > 1:
-        raise AssistantUnnamed("This tenant has several assistants: name one.")
-    found = read.assistants[0]
-    if not found.is_active:
-        raise PartyInactive(found, "assistant")
-    end_user = read.end_user or end_user_for_turn(tenant=tenant, external_id=user)
-    if not end_user.is_active:
-        raise PartyInactive(end_user, "user")
+    if assistant is None:
+        named = _the_only_active(read.assistants)
+    elif read.assistants:
+        named = read.assistants[0]
+    else:
+        raise Assistant.DoesNotExist("No such assistant in this tenant.")
+    end_user, found = conversation_parties(tenant=tenant, user=user, assistant=named, end_user=read.end_user)
     return Conversation(end_user, found, read.space, read.policy)
