@@ -121,6 +121,8 @@ def reply_generate(
     idempotency_key: str,
     actor: Actor | None = None,
     now: datetime | None = None,
+    space: MemorySpace | None = None,
+    policy: PersonalDataPolicy | None = None,
 ) -> ReplyResult:
     """Answer `message` from memory and store the turn; a second submit with the same key answers nothing new.
 
@@ -131,7 +133,8 @@ def reply_generate(
     its reason and stores no page; the same key may then be sent again. `conversation` is the caller's own earlier
     messages (the memory proxy; see prompt_build). Raises InvalidMessage for a bad message, InvalidTurn when the
     user and assistant belong to different tenants, and EndUserClosed when the end user is deactivated or erased
-    while the reply is made (nothing of it is kept then).
+    while the reply is made (nothing of it is kept then). A caller that has read the pair's `space` and the tenant's
+    `policy` (memory.services.conversation.conversation_for) passes them, saving their queries.
     """
     draft = reply_draft(
         end_user=end_user,
@@ -140,6 +143,8 @@ def reply_generate(
         idempotency_key=idempotency_key,
         actor=actor,
         now=now,
+        space=space,
+        policy=policy,
     )
     return draft if isinstance(draft, ReplyResult) else reply_store(draft=draft)
 

@@ -7,15 +7,14 @@ actor every audit entry names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 from api.access import Principal
 from api.throttling import TokenRateThrottle
-from memory.models import Assistant, EndUser, MemorySpace, PersonalDataPolicy, Tenant
-from memory.selectors.people import assistant_get, assistant_list, conversation_read
+from memory.models import Assistant, Tenant
+from memory.selectors.people import assistant_get, assistant_list
 from memory.services.api_tokens import api_token_authenticate
-from memory.services.conversation import conversation_parties
+from memory.services.conversation import the_only_active
 
 
 class NotAuthenticated(Exception):
@@ -63,10 +62,6 @@ def principal_for_token(raw: str, *, scope: str) -> Principal:
     return principal
 
 
-class AssistantUnnamed(Exception):
-    """No assistant was named and the tenant has more than one that could be meant."""
-
-
 def assistant_for(tenant: Tenant, external_id: str | None) -> Assistant:
     """The assistant `external_id` of `tenant`, or when none is named the tenant's only active assistant.
 
@@ -76,39 +71,4 @@ def assistant_for(tenant: Tenant, external_id: str | None) -> Assistant:
     """
     if external_id:
         return assistant_get(tenant=tenant, external_id=external_id)
-    return _the_only_active(list(assistant_list(tenant=tenant, active=True)[:2]))
-
-
-def _the_only_active(candidates: list[Assistant]) -> Assistant:
-    """The one of a tenant's first two active assistants (by external id) a call that names none means."""
-    if len(candidates) > 1:
-        raise AssistantUnnamed("This tenant has several assistants: name one.")
-    if not candidates:
-        raise Assistant.DoesNotExist("This tenant has no active assistant.")
-    return candidates[0]
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """The parties of a proxied chat and what it reads before retrieving: the end user, the assistant, their
-    memory space (None before its first turn) and the tenant's personal data policy."""
-
-    end_user: EndUser
-    assistant: Assistant
-    space: MemorySpace | None
-    policy: PersonalDataPolicy
-
-
-def conversation_for(tenant: Tenant, user: str, assistant: str | None) -> Conversation:
-    """assistant_for and conversation_parties in one statement when the end user exists (every turn but a user's
-    first), with the same refusals: Assistant.DoesNotExist, AssistantUnnamed, PartyInactive, and EndUserClosed for
-    an erased user, who is never created again."""
-    read = conversation_read(tenant=tenant, user=user, assistant=assistant)
-    if assistant is None:
-        named = _the_only_active(read.assistants)
-    elif read.assistants:
-        named = read.assistants[0]
-    else:
-        raise Assistant.DoesNotExist("No such assistant in this tenant.")
-    end_user, found = conversation_parties(tenant=tenant, user=user, assistant=named, end_user=read.end_user)
-    return Conversation(end_user, found, read.space, read.policy)
+    return the_only_active(list(assistant_list(tenant=tenant, active=True)[:2]))

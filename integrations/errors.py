@@ -15,10 +15,10 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework.exceptions import APIException
 
 from chat.services import InvalidMessage
-from integrations.access import AssistantUnnamed, NotAuthenticated, RateLimited, ScopeMissing
+from integrations.access import NotAuthenticated, RateLimited, ScopeMissing
 from integrations.tools import ToolFailure
 from memory.not_found import not_found_message
-from memory.services.conversation import PartyInactive
+from memory.services.conversation import AssistantUnnamed, PartyInactive
 from memory.services.governance import GovernanceError
 from memory.services.legal_hold import LegalHoldActive
 from memory.services.turns import EndUserClosed, InvalidTurn

@@ -49,9 +49,10 @@ from chat.services import (
     reply_pieces,
     reply_store,
 )
-from integrations.access import bearer_token, conversation_for, principal_for_token
+from integrations.access import bearer_token, principal_for_token
 from integrations.errors import Problem, problem_of
 from memory.llm import ToolCallDeltas
+from memory.services.conversation import conversation_for
 from memory.steps import llm_configured
 from memory.text import text_refusal
 
@@ -191,7 +192,7 @@ def _event_stream(events) -> StreamingHttpResponse:
 
 def _draft(request: HttpRequest, principal: Principal, body: dict) -> Draft | ReplyResult:
     named = request.headers.get(ASSISTANT_HEADER, "").strip() or None
-    parties = conversation_for(principal.tenant, body["user"], named)
+    parties = conversation_for(tenant=principal.tenant, user=body["user"], assistant=named)
     key = request.headers.get("Idempotency-Key", "").strip() or f"proxy-{uuid.uuid4()}"
     if len(key) > IDEMPOTENCY_KEY_MAX:
         raise BadRequest(f"Idempotency-Key is longer than {IDEMPOTENCY_KEY_MAX} characters.")

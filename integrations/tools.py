@@ -24,7 +24,7 @@ from memory.models import EndUser
 from memory.models.tiers import PageSource
 from memory.selectors.items import knowledge_list, knowledge_search, page_search, profile_version_list
 from memory.selectors.people import end_user_get
-from memory.services.conversation import conversation_parties
+from memory.services.conversation import conversation_for
 from memory.services.governance import memory_read_record
 from memory.services.recall import memory_retrieve
 from memory.services.turns import turn_record, turn_texts_check
@@ -118,10 +118,13 @@ def memory_record_turn_tool(
     data["at"] = at.isoformat() if at else None
 
     def record() -> Outcome:
-        end_user, found = conversation_parties(tenant=principal.tenant, user=user, assistant=named)
+        parties = conversation_for(tenant=principal.tenant, user=user, assistant=named)
+        end_user = parties.end_user
         recorded = turn_record(
             end_user=end_user,
-            assistant=found,
+            assistant=parties.assistant,
+            space=parties.space,
+            policy=parties.policy,
             user_message=user_message,
             assistant_reply=assistant_reply,
             at=at,
@@ -139,11 +142,12 @@ def memory_record_turn_tool(
 @texts_checked
 def memory_chat_tool(principal: Principal, *, user: str, message: str, assistant: str | None = None) -> dict:
     """Send `message` as the end user and get the assistant's reply from memory (as POST /api/v1/chat/)."""
-    named = assistant_for(principal.tenant, assistant)
-    end_user, found = conversation_parties(tenant=principal.tenant, user=user, assistant=named)
+    conversation = conversation_for(tenant=principal.tenant, user=user, assistant=assistant)
     result = reply_generate(
-        end_user=end_user,
-        assistant=found,
+        end_user=conversation.end_user,
+        assistant=conversation.assistant,
+        space=conversation.space,
+        policy=conversation.policy,
         message=message,
         idempotency_key=f"mcp-{uuid.uuid4()}",
         actor=principal.actor,

@@ -17,21 +17,21 @@ from api.idempotency import IDEMPOTENCY_KEY_PARAMETER, Outcome, idempotency_key,
 from api.views.base import ApiView, get_or_not_found
 from chat.prompt import prompt_build
 from chat.services import InvalidMessage, reply_generate
-from memory.models import Assistant, EndUser, MemorySpace, Tenant
+from memory.models import MemorySpace, Tenant
 from memory.models.tiers import PageSource
 from memory.retrieval.result import RetrievalResult
 from memory.selectors.people import assistant_get, end_user_get
-from memory.services.conversation import PartyInactive, conversation_parties
+from memory.services.conversation import Conversation, PartyInactive, conversation_for
 from memory.services.personal_data import prompt_redactor
 from memory.services.recall import memory_retrieve
 from memory.services.turns import InvalidTurn, turn_record
 
 
-def _parties(tenant: Tenant, data: dict) -> tuple[EndUser, Assistant]:
-    """The request's end user and assistant (see conversation_parties): 404 for an unknown assistant, 409 for a
-    deactivated party, 410 for an erased user."""
+def _parties(tenant: Tenant, data: dict) -> Conversation:
+    """The request's end user and assistant, their space and the tenant's policy (see conversation_for): 404 for an
+    unknown assistant, 409 for a deactivated party, 410 for an erased user."""
     try:
-        return get_or_not_found(conversation_parties, tenant=tenant, user=data["user"], assistant=data["assistant"])
+        return get_or_not_found(conversation_for, tenant=tenant, user=data["user"], assistant=data["assistant"])
     except PartyInactive as exc:
         raise Conflict(str(exc), code="deactivated") from None
 
@@ -62,11 +62,14 @@ class TurnsView(ApiView):
         )
 
     def _record(self, data: dict) -> Outcome:
-        end_user, assistant = _parties(self.tenant, data)
+        parties = _parties(self.tenant, data)
+        end_user = parties.end_user
         try:
             recorded = turn_record(
                 end_user=end_user,
-                assistant=assistant,
+                assistant=parties.assistant,
+                space=parties.space,
+                policy=parties.policy,
                 user_message=data["user_message"],
                 assistant_reply=data["assistant_reply"],
                 at=data.get("at"),
@@ -142,10 +145,17 @@ class ChatView(ApiView):
         return idempotent(tenant=self.tenant, endpoint="chat", key=key, data=data, run=run, atomic=False)
 
     def _reply(self, data: dict, key: str) -> Outcome:
-        end_user, assistant = _parties(self.tenant, data)
+        parties = _parties(self.tenant, data)
+        end_user = parties.end_user
         try:
             result = reply_generate(
-                end_user=end_user, assistant=assistant, message=data["message"], idempotency_key=key, actor=self.actor
+                end_user=end_user,
+                assistant=parties.assistant,
+                space=parties.space,
+                policy=parties.policy,
+                message=data["message"],
+                idempotency_key=key,
+                actor=self.actor,
             )
         except InvalidMessage as exc:
             raise ValidationError({"message": [str(exc)]}) from None

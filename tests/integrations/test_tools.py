@@ -11,8 +11,9 @@ from django.test.utils import CaptureQueriesContext
 from api.access import Principal
 from api.exceptions import Conflict
 from integrations import tools
-from integrations.access import AssistantUnnamed, NotAuthenticated, RateLimited, ScopeMissing, principal_for_token
+from integrations.access import NotAuthenticated, RateLimited, ScopeMissing, principal_for_token
 from memory.models import ActorKind, AuditEntry, KnowledgeEntry, Page
+from memory.services.conversation import AssistantUnnamed
 from memory.services.tenancy import assistant_create
 from tests import builders
 from tests.api.conftest import client_for
