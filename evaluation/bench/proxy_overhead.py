@@ -1,7 +1,9 @@
 """What the OpenAI-compatible proxy adds to a chat completion: the same question sent to the same fake model over
 HTTP (evaluation.fake_llm) once directly with the `openai` client and once through the proxy (`/v1/chat/completions`
 through Django's test client: routing, the token, memory retrieval, the prompt, the model call, recording the turn),
-for a random full user each time, in random order within each pair. The overhead is the paired difference.
+for a random full user each time, in random order within each pair. The overhead is the paired difference. A whole
+reply and a streamed one are timed for two users drawn apart (a streamed reply asked right after the same user's whole
+one would find their rows in PostgreSQL's cache).
 
 The memory steps that recording a turn queues run in this process (Celery eager) and are the worker's time, not the
 request's: the bench's task clock takes them out, as it does for retrieval. The fake streams without its usual pause
@@ -60,69 +62,88 @@ def _model_over_http() -> Iterator[str]:
 
 def proxy_overhead(*, tenant: Tenant, spaces: dict[int, MemorySpace], samples: int, rng: random.Random, clock) -> dict:
     """The proxy's added milliseconds, whole reply and first token (streamed), p50 / p95 / p99 over `samples` pairs
-    of each; `clock` is the bench's task clock (evaluation.bench.run.TaskClock)."""
+    of each; `clock` is the bench's task clock (evaluation.bench.run.TaskClock).
+
+    The whole and the streamed reply of a sample go to two users drawn apart, so that neither is timed on rows the
+    other has just brought into PostgreSQL's cache."""
     created = api_token_create(
         tenant=tenant, name="memory_bench proxy", scopes=["write"], actor=Actor.system("memory_bench")
     )
     timings: dict[str, list[float]] = {"whole": [], "first_token": [], "direct": [], "direct_first_token": []}
+    ids = sorted(spaces)
     try:
         with _model_over_http() as base_url:
             direct = build_client(base_url=base_url, api_key="bench")
             proxy = Client(HTTP_HOST=HOST, HTTP_AUTHORIZATION=f"Bearer {created.secret}")
             for index in range(samples):
-                space = spaces[rng.choice(sorted(spaces))]
                 question = f"What did we say about the plan, question {index}?"
-                calls = {
-                    "direct": partial(_direct, direct, question),
-                    "proxy": partial(_proxied, proxy, space, question, clock),
-                }
-                _pair(timings, rng, calls)
+                whole, streamed = spaces[rng.choice(ids)], spaces[rng.choice(ids)]
+                to_model = partial(_direct, direct, question)
+                to_proxy = partial(_proxied, proxy, whole, question, clock)
+                _pair(timings, rng, ("direct", "whole"), to_model, to_proxy)
+                to_model = partial(_direct_first_token, direct, question)
+                to_proxy = partial(_proxied_first_token, proxy, streamed, question, clock)
+                _pair(timings, rng, ("direct_first_token", "first_token"), to_model, to_proxy)
     finally:
         created.token.delete()
     return _figures(timings)
 
 
-def _pair(timings: dict[str, list[float]], rng: random.Random, calls: dict) -> None:
-    """One direct call and one through the proxy, in random order, each streamed and whole."""
-    order = list(calls.items())
+def _pair(timings: dict[str, list[float]], rng: random.Random, keys: tuple[str, str], direct, proxied) -> None:
+    """One call to the model directly and one through the proxy, in random order; `keys` name their timings."""
+    calls = [(keys[0], direct), (keys[1], proxied)]
     if rng.random() < 0.5:
-        order.reverse()
-    for who, call in order:
-        whole, first_token = call()
-        prefix = "direct_" if who == "direct" else ""
-        timings["direct" if who == "direct" else "whole"].append(whole)
-        timings[f"{prefix}first_token"].append(first_token)
+        calls.reverse()
+    for key, call in calls:
+        timings[key].append(call())
 
 
-def _direct(client, question: str) -> tuple[float, float]:
-    """(ms for a whole reply, ms to the first streamed piece of text) from the model itself."""
-    messages = [{"role": "user", "content": question}]
+def _direct(client, question: str) -> float:
+    """ms for a whole reply from the model itself."""
     started = perf_counter()
-    client.chat.completions.create(model=fake_llm.MODEL, messages=messages)
-    whole = (perf_counter() - started) * 1000
+    client.chat.completions.create(model=fake_llm.MODEL, messages=[{"role": "user", "content": question}])
+    return (perf_counter() - started) * 1000
+
+
+def _direct_first_token(client, question: str) -> float:
+    """ms to the first streamed piece of text from the model itself."""
+    messages = [{"role": "user", "content": question}]
     started, first = perf_counter(), None
     for chunk in client.chat.completions.create(model=fake_llm.MODEL, messages=messages, stream=True):
         if first is None and chunk.choices and chunk.choices[0].delta.content:
             first = (perf_counter() - started) * 1000
-    return whole, first if first is not None else (perf_counter() - started) * 1000
+    return first if first is not None else (perf_counter() - started) * 1000
 
 
-def _proxied(client: Client, space: MemorySpace, question: str, clock) -> tuple[float, float]:
-    """The same through the proxy, for `space`'s user and assistant, less the memory steps run in-process."""
-    body = {"model": fake_llm.MODEL, "messages": [{"role": "user", "content": question}], "user": _user(space)}
-    headers = {"HTTP_X_MEMORYOS_ASSISTANT": space.assistant.external_id}
+def _body(space: MemorySpace, question: str) -> dict:
+    return {"model": fake_llm.MODEL, "messages": [{"role": "user", "content": question}], "user": _user(space)}
+
+
+def _headers(space: MemorySpace) -> dict:
+    return {"HTTP_X_MEMORYOS_ASSISTANT": space.assistant.external_id}
+
+
+def _proxied(client: Client, space: MemorySpace, question: str, clock) -> float:
+    """A whole reply through the proxy, for `space`'s user and assistant, less the memory steps run in-process."""
+    body = json.dumps(_body(space, question))
     clock.take_top_level_ms()
     started = perf_counter()
-    _ok(client.post(PROXY_URL, json.dumps(body), content_type="application/json", **headers))
-    whole = (perf_counter() - started) * 1000 - clock.take_top_level_ms()
+    _ok(client.post(PROXY_URL, body, content_type="application/json", **_headers(space)))
+    return (perf_counter() - started) * 1000 - clock.take_top_level_ms()
+
+
+def _proxied_first_token(client: Client, space: MemorySpace, question: str, clock) -> float:
+    """ms to the first streamed piece of text through the proxy, less the memory steps run in-process."""
+    body = json.dumps(_body(space, question) | {"stream": True})
+    clock.take_top_level_ms()
     started, first = perf_counter(), None
-    response = client.post(PROXY_URL, json.dumps(body | {"stream": True}), content_type="application/json", **headers)
+    response = client.post(PROXY_URL, body, content_type="application/json", **_headers(space))
     _ok(response)
     for event in response.streaming_content:
         if first is None and _has_text(event):
             first = (perf_counter() - started) * 1000 - clock.take_top_level_ms()
     clock.take_top_level_ms()  # recording the streamed turn, after its last piece
-    return whole, first if first is not None else (perf_counter() - started) * 1000
+    return first if first is not None else (perf_counter() - started) * 1000
 
 
 def _user(space: MemorySpace) -> str:
