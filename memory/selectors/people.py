@@ -90,9 +90,9 @@ LIMIT 2
 
 def conversation_read(*, tenant: Tenant, user: str, assistant: str | None) -> ConversationRead:
     """The assistant `assistant` (by external id; None: the tenant's active ones), the end user `user`, their memory
-    space and the tenant's personal data policy, in one statement: what a reply or a turn reads before it retrieves or is stored,
-    which took four queries one after another. Applies no rule: the caller decides what a missing or inactive party
-    means (memory.services.conversation.conversation_for)."""
+    space and the tenant's personal data policy, in one statement: what a reply or a turn reads before it retrieves
+    or is stored, which took four queries one after another. Applies no rule: the caller decides what a missing or
+    inactive party means (memory.services.conversation.conversation_for)."""
     params: dict[str, Any] = {
         "tenant": tenant.pk,
         "user": user,
