@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Protocol
 
@@ -165,15 +165,22 @@ def embedder_warm() -> float | None:
     return seconds
 
 
-def embedder_warm_in_background(*, why: str) -> threading.Thread | None:
-    """Warm the embedder in a daemon thread when EMBEDDING_WARM_AT_START is on (the web server, each worker).
+def embedder_warm_in_background(*, why: str, then: Callable[[], object] | None = None) -> threading.Thread | None:
+    """Warm the embedder in a daemon thread when EMBEDDING_WARM_AT_START is on (the web server, each worker), then
+    call `then` in that thread (after a failed warm-up too).
 
     In a thread, so the process answers (and its supervisor sees it alive) at once; a message that arrives meanwhile
     waits for the same model load rather than starting a second one. None when the setting is off.
     """
     if not settings.EMBEDDING_WARM_AT_START:
         return None
-    thread = threading.Thread(target=embedder_warm, name=f"embedder-warm-{why}", daemon=True)
+
+    def warm() -> None:
+        embedder_warm()
+        if then is not None:
+            then()
+
+    thread = threading.Thread(target=warm, name=f"embedder-warm-{why}", daemon=True)
     thread.start()
     return thread
 

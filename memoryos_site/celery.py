@@ -28,21 +28,26 @@ def embedded_database_start(**kwargs: object) -> None:
 
 @signals.worker_process_init.connect
 def embedder_warm_in_pool_process(**kwargs: object) -> None:
-    """Each prefork pool process loads the embedding model as it starts, so its first task does not wait for it."""
-    from memory.embeddings import embedder_warm_in_background
-
-    embedder_warm_in_background(why="worker")
+    """Each prefork pool process loads the embedding model as it starts, so its first task does not wait for it, and
+    freezes what it has loaded out of the garbage collector's full collections (docs/decisions/0022)."""
+    _loaded_and_warming()
 
 
 @signals.worker_ready.connect
 def embedder_warm_in_worker(sender: object = None, **kwargs: object) -> None:
-    """A worker that runs tasks in its own process (solo or threads pool) loads the model once it is ready."""
+    """A worker that runs tasks in its own process (solo or threads pool) does the same once it is ready."""
     pool = getattr(sender, "pool", None)
     if pool is not None and type(pool).__module__.endswith("prefork"):
         return  # its pool processes warm themselves (above); the parent never embeds
-    from memory.embeddings import embedder_warm_in_background
+    _loaded_and_warming()
 
-    embedder_warm_in_background(why="worker")
+
+def _loaded_and_warming() -> None:
+    from memory.embeddings import embedder_warm_in_background
+    from memoryos_site.collector import loaded_objects_freeze
+
+    loaded_objects_freeze()
+    embedder_warm_in_background(why="worker", then=lambda: loaded_objects_freeze(collect=False))
 
 
 # kombu's SQLAlchemy transport hides a message once a worker fetches it and never shows it again, even when the

@@ -9,6 +9,7 @@ so recording a turn, the STM overflow task and promotion are timed apart.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import platform
 import random
@@ -45,6 +46,7 @@ from memory.retrieval.search import retrieve
 from memory.services.tenancy import end_user_create, tenant_create
 from memory.services.turns import space_get_or_create, turn_record
 from memory.services.updating import space_pending_place
+from memoryos_site.collector import site_loaded
 
 BENCH_LLM_URL = "http://bench-llm.invalid/v1"  # never contacted: the seam holds BenchLLM
 OVERFLOW_TASK = "memory.tasks.pages_place_task"
@@ -150,6 +152,7 @@ def memory_bench(options: BenchOptions) -> dict:
         with use_embedder(fake), use_llm(llm), settings_changed(LLM_BASE_URL=BENCH_LLM_URL), _tasks_timed(clock):
             result = _measure(tenant, users, options, llm, clock)
     finally:
+        gc.unfreeze()
         if not (options.keep or options.reuse):
             bench_tenant_delete(tenant=tenant)
     result.update(_header(options, tenant, users, build_seconds, fake, perf_counter() - started))
@@ -213,6 +216,7 @@ def _measure(tenant: Tenant, users: list[BenchUser], options: BenchOptions, llm:
     rng = random.Random(options.seed)
     generator = TextGenerator(options.seed + 10_000)
     spaces = MemorySpace.objects.select_related("end_user", "assistant").in_bulk([u.space_id for u in users])
+    site_loaded()  # frozen, as the web server freezes what it loaded (memoryos_site.collector); thawed by memory_bench
     result: dict = {}
     timed = _retrieval_and_prompt(spaces, options, rng, generator, clock)
     result["retrieval_ms"] = percentiles(timed["first"], P3) | _retrieval_notes(timed["first"], FIRST_TOUCH_NOTE)

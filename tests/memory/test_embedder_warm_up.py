@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import types
 
+import pytest
+
 from memory.embeddings import EmbeddingUnavailable, embedder_warm, embedder_warm_in_background, use_embedder
 from memoryos_site import celery as celery_module
+
+
+@pytest.fixture(autouse=True)
+def thawed_after():
+    yield
+    gc.unfreeze()  # a worker's start freezes what it loaded (memoryos_site.collector); the test process collects all
 
 
 class Broken:
@@ -40,6 +49,16 @@ def test_it_is_off_in_tests_and_when_the_setting_is_off(settings, embedder):
     thread.join(timeout=10)
 
     assert not thread.is_alive() and embedder.calls == calls + 1
+
+
+def test_what_follows_the_warm_up_runs_in_its_thread_once_the_model_is_loaded(settings, embedder):
+    settings.EMBEDDING_WARM_AT_START = True
+    calls, seen = embedder.calls, []
+
+    thread = embedder_warm_in_background(why="web", then=lambda: seen.append(embedder.calls))
+    thread.join(timeout=10)
+
+    assert seen == [calls + 1]
 
 
 def test_a_solo_worker_warms_itself_and_a_prefork_worker_leaves_it_to_its_pool_processes(settings, embedder):

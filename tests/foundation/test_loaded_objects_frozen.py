@@ -1,0 +1,56 @@
+"""A server process freezes what loading left alive out of the garbage collector's full collections, so no request
+pauses while a collection walks the whole app (docs/decisions/0022-loaded-objects-frozen.md)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import types
+
+import pytest
+
+from memoryos_site import celery as celery_module
+from memoryos_site.collector import loaded_objects_freeze
+
+
+@pytest.fixture(autouse=True)
+def thawed_after():
+    yield
+    gc.unfreeze()  # the test process itself keeps collecting everything
+
+
+def test_what_is_alive_is_frozen_and_what_comes_later_is_not():
+    kept = [["loaded"]]
+    frozen = loaded_objects_freeze()
+    later = [["made for a request"]]
+    collected = {id(found) for found in gc.get_objects()}  # the generations a collection walks
+
+    assert frozen > 1000  # the test process has loaded the site
+    assert id(kept[0]) not in collected and id(later[0]) in collected
+
+
+def test_the_web_process_imports_its_views_and_freezes_them_as_it_loads(tmp_path):
+    script = (
+        "import gc, sys\nimport memoryos_site.wsgi\nprint(gc.get_freeze_count(), 'integrations.proxy' in sys.modules)\n"
+    )
+    env = os.environ | {"DJANGO_SETTINGS_MODULE": "memoryos_site.settings", "EMBEDDING_WARM_AT_START": "false"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+
+    assert done.returncode == 0, done.stderr
+    frozen, views = done.stdout.split()
+    assert int(frozen) > 100_000 and views == "True"
+
+
+def test_a_worker_process_freezes_what_it_loaded_as_it_starts(settings):
+    settings.EMBEDDING_WARM_AT_START = False
+    gc.unfreeze()
+
+    celery_module.embedder_warm_in_pool_process()
+    assert gc.get_freeze_count() > 1000
+
+    gc.unfreeze()
+    solo = types.SimpleNamespace(pool=type("TaskPool", (), {"__module__": "celery.concurrency.solo"})())
+    celery_module.embedder_warm_in_worker(sender=solo)
+    assert gc.get_freeze_count() > 1000
