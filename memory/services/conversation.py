@@ -53,10 +53,11 @@ class Conversation:
 
 
 def conversation_for(*, tenant: Tenant, user: str, assistant: str | None) -> Conversation:
-    """The assistant `assistant` (its external id; None: the tenant's only active one) and the end user `user`,
-    created on first use, with their space and the tenant's policy: one statement when the end user exists (every
-    turn but a user's first). Refuses what conversation_parties refuses, and AssistantUnnamed when none is named and
-    several could be meant."""
+    """The assistant `assistant` (its external id; None or blank, as for assistant_for: the tenant's only active one)
+    and the end user `user`, created on first use, with their space and the tenant's policy: one statement when the
+    end user exists (every turn but a user's first). Refuses what conversation_parties refuses, and AssistantUnnamed
+    when none is named and several could be meant."""
+    assistant = assistant or None
     read = conversation_read(tenant=tenant, user=user, assistant=assistant)
     if assistant is None:
         named = the_only_active(read.assistants)

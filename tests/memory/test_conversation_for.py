@@ -79,3 +79,7 @@ def test_with_several_assistants_one_must_be_named(tenant, assistant, alice):
     named = conversation_for(tenant=tenant, user="alice", assistant="bea")
     assert named.assistant == other and named.space == space
     assert conversation_for(tenant=tenant, user="alice", assistant="ava").space is None
+
+
+def test_a_blank_assistant_name_means_the_only_active_one_as_for_assistant_for(tenant, assistant, alice):
+    assert conversation_for(tenant=tenant, user="alice", assistant="").assistant == assistant
