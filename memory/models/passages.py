@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from memory.models.tenancy import MemorySpace
-from memory.models.tiers import HalfVectorField, Page, VarBitField, VectorQuerySet
+from memory.models.tiers import HalfVectorField, Page, VectorQuerySet
 
 
 class PagePassage(models.Model):
@@ -18,7 +18,7 @@ class PagePassage(models.Model):
 
     The foreign keys cascade in the database (`ON DELETE CASCADE`, created by migration 0025), not in Django:
     deleting pages or spaces (forget, erase, retention, import replacing memory) takes their passages with them, and
-    no delete sends one more statement. Their indexes are the constraint's and `passage_space_bits`.
+    no delete sends one more statement. Their indexes are the constraint's and `passage_space_code`.
     """
 
     page = models.ForeignKey(
@@ -30,13 +30,9 @@ class PagePassage(models.Model):
     start = models.IntegerField()
     end = models.IntegerField()
     embedding = HalfVectorField()
-    # One bit per dimension (sign), as `Page.embedding_bits`: the vector channel ranks a space's passages by Hamming
-    # distance over a covering index (passage_space_bits) and re-ranks the best few hundred by exact cosine.
-    embedding_bits = models.GeneratedField(
-        expression=models.Func("embedding", function="binary_quantize", output_field=VarBitField()),
-        output_field=VarBitField(),
-        db_persist=True,
-    )
+    # Not a field here, as for pages: the table's `embedding_code` (two bits a dimension, kept by a trigger; migration
+    # 0034) is what the vector channel's first pass ranks a space's passages by, over the covering index
+    # passage_space_code, before it re-ranks the best few hundred by exact cosine.
 
     objects = VectorQuerySet.as_manager()
 
@@ -45,10 +41,8 @@ class PagePassage(models.Model):
             models.UniqueConstraint(fields=["page", "start"], name="passage_start_per_page"),
             models.CheckConstraint(condition=models.Q(start__gte=0, end__gt=models.F("start")), name="passage_span"),
         ]
-        indexes = [
-            # the vector channel's first pass over a space's passages reads only this index (an index-only scan)
-            models.Index(fields=["space", "id"], include=["embedding_bits"], name="passage_space_bits"),
-        ]
+        # passage_space_code (space, id) INCLUDE (embedding_code), migration 0034's, serves the first pass (an
+        # index-only scan) and the space's foreign key
 
     def __str__(self) -> str:
         return f"passage {self.start}–{self.end} of page {self.page_id}"

@@ -55,7 +55,7 @@ def unread_fields(model: type[models.Model]) -> tuple[str, ...]:
 
 
 class VarBitField(models.Field):
-    """PostgreSQL's `bit varying`: here a vector's binary quantisation (one bit per dimension, any dimension)."""
+    """PostgreSQL's `bit varying`: a vector's binary quantisation (the one-bit codes of migrations 0016-0025)."""
 
     description = "Bit string of any length"
 
@@ -223,13 +223,11 @@ class Page(models.Model):
         output_field=ArrayField(models.IntegerField()),
         db_persist=True,
     )
-    # The embedding quantised to one bit per dimension (sign): the vector channel ranks a space's pages by Hamming
-    # distance over a small covering index (page_space_bits) and re-ranks the best few hundred by exact cosine.
-    embedding_bits = models.GeneratedField(
-        expression=models.Func("embedding", function="binary_quantize", output_field=VarBitField()),
-        output_field=VarBitField(),
-        db_persist=True,
-    )
+    # Not a field here: the table's `embedding_code` column holds the embedding as two bits a dimension
+    # (`memory_vector_code`, a three-level thermometer code), kept by a trigger on every insert and every update that
+    # sets the vector (migration 0034). The vector channel ranks a space's pages by the codes' Hamming distance over a
+    # small covering index (page_space_code) and re-ranks the best few hundred by exact cosine
+    # (docs/decisions/0023-two-bit-first-pass.md). Python never reads or writes it.
 
     objects = PageQuerySet.as_manager()
 
@@ -253,10 +251,9 @@ class Page(models.Model):
             # (docs/decisions/0008-space-scoped-search-keys.md)
             GinIndex(fields=["search"], name="page_search", fastupdate=False),
             GinIndex(fields=["search_keys"], name="page_search_keys", fastupdate=False),
-            # the vector channel's first pass reads only this index (an index-only scan): ~70 buffers a space;
-            # its second pass finds the pages it re-ranks by (space, id) in the same leaves, not in the primary key
-            # (docs/decisions/0004-binary-first-pass.md)
-            models.Index(fields=["space", "id"], include=["embedding_bits"], name="page_space_bits"),
+            # (page_space_code, over (space, id) INCLUDE (embedding_code), is migration 0034's: the vector channel's
+            # first pass reads only it, an index-only scan; its second pass finds the pages it re-ranks by (space, id)
+            # in the same leaves, not in the primary key; docs/decisions/0004-binary-first-pass.md)
         ]
 
     @property

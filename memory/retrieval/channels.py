@@ -21,10 +21,11 @@ from memory.text import STOPWORDS
 from memory.timeframes import TimeRange
 
 CANDIDATES = 100  # each channel's list before fusion: five times the longest list the evaluation reads (k = 20)
-# The vector channel's first pass keeps this many pages by binary-quantised distance for the exact re-rank: the
-# smallest multiple of CANDIDATES that keeps ≥ 99.9 % of the exact top 10 and ≥ 99.5 % of the top 20 over the
-# pooled LoCoMo dev pages with MiniLM (see docs/decisions/0004-binary-first-pass.md); 4× is pgvector's usual advice.
-VECTOR_POOL = 4 * CANDIDATES
+# The vector channel's first pass keeps this many pages by the Hamming distance of their two-bit codes for the exact
+# re-rank: the fewest of 200, 250 and 300 that keep, with MiniLM over the pooled pages of the four retrieval sets
+# (5,010, a full user's size), as much of the exact top 10 and top 20 in each set as one bit a dimension kept with
+# 400, within 0.001 (docs/decisions/0023-two-bit-first-pass.md; `manage.py first_pass_recall`).
+VECTOR_POOL = 2 * CANDIDATES
 NEIGHBOUR_HITS = 3  # the strongest fused hits whose previous and next turns may join as candidates
 MAX_QUERY_TERMS = 12
 TERM = re.compile(r"[^\W_]+")
@@ -157,24 +158,24 @@ def fused_score(candidate: Candidate, config: RetrievalConfig) -> float:
     )
 
 
-# The nearest pages by cosine, in two passes: the space's pages ranked by the Hamming distance of their
-# binary-quantised embeddings (an index-only scan of `page_space_bits`, ~75 buffers for 6,000 pages), then the best
+# The nearest pages by cosine, in two passes: the space's pages ranked by the Hamming distance of their two-bit
+# codes (`embedding_code`: an index-only scan of `page_space_code`, ~110 buffers for 6,000 pages), then the best
 # VECTOR_POOL of those by exact cosine, found by (space, id) in the leaves of that index the first pass has just read
 # (the primary key would be descended once per page). A space of at most VECTOR_POOL pages is ranked exactly.
 # A long page is also ranked by its best passage (max-passage scoring, Dai & Callan 2019; memory.models.passages):
-# the space's passages go through the same two passes (`passage_space_bits`), the best `limit` pages by passage join
+# the space's passages go through the same two passes (`passage_space_code`), the best `limit` pages by passage join
 # the candidates, and each page scores the better of its own cosine and its best passage's; `passage` is that
 # passage's start when it beat the page's own vector.
 VECTOR_SQL = """
 WITH near AS (
     SELECT id FROM memory_page
-    WHERE space_id = %(space)s AND embedding_bits IS NOT NULL
-    ORDER BY embedding_bits <~> binary_quantize(%(vector)s::halfvec), id
+    WHERE space_id = %(space)s AND embedding_code IS NOT NULL
+    ORDER BY embedding_code <~> memory_vector_code(%(vector)s::halfvec), id
     LIMIT %(pool)s
 ), near_passages AS (
     SELECT id FROM memory_pagepassage
     WHERE space_id = %(space)s
-    ORDER BY embedding_bits <~> binary_quantize(%(vector)s::halfvec), id
+    ORDER BY embedding_code <~> memory_vector_code(%(vector)s::halfvec), id
     LIMIT %(pool)s
 ), passages AS (
     SELECT DISTINCT ON (page_id) page_id, start, 1.0 - distance AS cosine FROM (

@@ -12,15 +12,14 @@ from memory.retrieval.rows import PAGE_COSINE, vector_text
 from memory.services.embedding_state import embedder_for_store
 
 # The tenant's pages nearest a question, for the console's search across users: every space of the tenant is ranked
-# by the Hamming distance of its pages' binary-quantised vectors (index-only scans of `page_space_bits`, one space
-# after another: the cost grows with the tenant's pages, about 50 bytes a page), the best `pool` re-ranked by exact
-# cosine.
+# by the Hamming distance of its pages' two-bit codes (index-only scans of `page_space_code`, one space after
+# another: the cost grows with the tenant's pages, about 100 bytes a page), the best `pool` re-ranked by exact cosine.
 TENANT_VECTOR_SQL = f"""
 WITH near AS (
     SELECT id FROM memory_page
     WHERE space_id = ANY(ARRAY(SELECT id FROM memory_memoryspace WHERE tenant_id = %(tenant)s))
-      AND embedding_bits IS NOT NULL
-    ORDER BY embedding_bits <~> binary_quantize(%(vector)s::halfvec), id
+      AND embedding_code IS NOT NULL
+    ORDER BY embedding_code <~> memory_vector_code(%(vector)s::halfvec), id
     LIMIT %(pool)s
 )
 SELECT id, {PAGE_COSINE} AS cosine FROM memory_page WHERE id = ANY(ARRAY(SELECT id FROM near))

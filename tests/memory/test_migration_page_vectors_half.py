@@ -64,13 +64,6 @@ def test_page_vectors_stored_before_are_kept_in_half_precision_with_their_bits_c
         _migrate(_latest())
 
 
-def test_the_vector_channels_index_is_keyed_on_the_space_and_the_page(db):
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_get_indexdef('page_space_bits'::regclass)")
-        definition = cursor.fetchone()[0]
-    assert definition.endswith("(space_id, id) INCLUDE (embedding_bits)"), definition
-
-
 def test_the_page_vector_stays_in_the_row(db):
     with connection.cursor() as cursor:
         cursor.execute(

@@ -24,7 +24,7 @@ QUESTION = "Which songs did the garage band play at the wedding?"
 
 def channels(statements: list[str]) -> set[str]:
     """The page channels among the statements this connection ran."""
-    return {name for name, mark in (("words", "ts_rank_cd"), ("vector", "binary_quantize")) if mark in statements}
+    return {name for name, mark in (("words", "ts_rank_cd"), ("vector", "memory_vector_code")) if mark in statements}
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ def test_the_vector_columns_are_read_from_the_models_fields():
 
 
 def test_the_search_columns_are_the_generated_ones():
-    assert search_fields(Page) == ("search", "search_keys", "embedding_bits")
+    assert search_fields(Page) == ("search", "search_keys")
     assert search_fields(Segment) == ()
 
 
@@ -32,12 +32,10 @@ def test_it_defers_the_vector_columns_of_related_rows_too():
         "topic_embedding",
         "search",
         "search_keys",
-        "embedding_bits",
         "prev_page__embedding",
         "prev_page__topic_embedding",
         "prev_page__search",
         "prev_page__search_keys",
-        "prev_page__embedding_bits",
         "segment__embedding",
     }
 
@@ -45,7 +43,7 @@ def test_it_defers_the_vector_columns_of_related_rows_too():
 def test_a_page_read_without_vectors_loads_them_only_when_asked(space, django_assert_num_queries):
     builders.turn(space, user_message="I bake sourdough every Sunday")
     page = Page.objects.filter(space=space).without_vectors().get()
-    assert page.get_deferred_fields() == {"embedding", "topic_embedding", "search", "search_keys", "embedding_bits"}
+    assert page.get_deferred_fields() == {"embedding", "topic_embedding", "search", "search_keys"}
     assert page.user_message == "I bake sourdough every Sunday"
     with django_assert_num_queries(1):
         _ = page.embedding
