@@ -14,6 +14,9 @@ PostgreSQL cannot add a stored generated column without rewriting the table unde
    large installation goes on reading and writing; safe to run again after a failure.
 3. The covering indexes over the codes are built with CREATE INDEX CONCURRENTLY, then the one-bit indexes dropped
    the same way. A process of the previous release still answers until it restarts (without its index, slower).
+4. VACUUM (ANALYZE) of both tables (it lets reads and writes go on): giving every row its code wrote each row again,
+   which clears the visibility map, and until a vacuum marks the table's pages all-visible again the first pass's
+   index-only scan reads a table page for each entry.
 
 The one-bit column `embedding_bits` stays in the tables, out of Django's models: the previous release's retrieval
 names it, and dropping it while those processes run would fail their questions. It costs 48 bytes a row.
@@ -86,7 +89,7 @@ def _index_swapped(table: str, new: str, old: str, old_column: str) -> list[migr
 
 
 class Migration(migrations.Migration):
-    atomic = False  # the backfill commits batch by batch; CREATE/DROP INDEX CONCURRENTLY cannot run in a transaction
+    atomic = False  # the backfill commits batch by batch; CONCURRENTLY and VACUUM cannot run in a transaction
 
     dependencies = [("memory", "0033_pages_vacuumed_sooner")]
 
@@ -96,6 +99,7 @@ class Migration(migrations.Migration):
         migrations.RunPython(_codes_given, migrations.RunPython.noop),
         *_index_swapped("memory_page", "page_space_code", "page_space_bits", "embedding_bits"),
         *_index_swapped("memory_pagepassage", "passage_space_code", "passage_space_bits", "embedding_bits"),
+        *(migrations.RunSQL(f"VACUUM (ANALYZE) {table}", reverse_sql=migrations.RunSQL.noop) for table in TABLES),
         migrations.SeparateDatabaseAndState(
             state_operations=[
                 migrations.RemoveIndex(model_name="page", name="page_space_bits"),
