@@ -12,6 +12,7 @@ from evaluation import devsets, locomo
 from evaluation.first_pass_recall import ONE_BIT, PooledSets, best_factor_left_out, kept_share
 from evaluation.management.commands.devsets_generate import LOCOMO_DEV
 from memory.embeddings import embed_texts
+from memory.models import Page
 
 KS = (10, 20, 100)
 
@@ -66,8 +67,8 @@ class Command(BaseCommand):
         pages, questions, question_set = [], [], []
         for name, samples in sets.items():
             for sample in samples:
-                turns = locomo.conversation_turns(sample["conversation"])
-                pages += [f"User: {turn.user_message}\nAssistant: {turn.assistant_reply}" for turn in turns]
+                for turn in locomo.conversation_turns(sample["conversation"]):  # the text memory embeds, as a page's
+                    pages.append(Page(user_message=turn.user_message, assistant_reply=turn.assistant_reply).memory_text)
                 questions += [str(qa["question"]) for qa in sample["qa"]]
                 question_set += [name] * len(sample["qa"])
         if not pages or not questions:
