@@ -6,7 +6,7 @@ import io
 
 import numpy as np
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 
 from evaluation.first_pass_recall import (
@@ -106,3 +106,14 @@ def test_the_command_reports_each_code_and_pool_and_the_factor_chosen_by_leaving
     assert "one bit pool   30: mean" in report and "two bits c=0.5 pool   30" in report
     assert "assistant_facts 5, technical_long 5" in report
     assert "pool 30, assistant_facts held out: c=" in report
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("factors", "one-bit,big"), ("factors", "-1"), ("pools", "0"), ("pools", "2x")]
+)
+def test_the_command_refuses_a_factor_or_pool_it_cannot_use_before_it_embeds_anything(option, value):
+    embedder = HashingEmbedder()
+    with use_embedder(embedder), pytest.raises(CommandError, match=f"--{option}"):
+        call_command("first_pass_recall", **{option: value}, stdout=io.StringIO(), stderr=io.StringIO())
+
+    assert embedder.inputs == []

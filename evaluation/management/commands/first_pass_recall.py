@@ -18,7 +18,21 @@ KS = (10, 20, 100)
 
 
 def _factor(text: str) -> float | None:
-    return ONE_BIT if text == "one-bit" else float(text)
+    if text == "one-bit":
+        return ONE_BIT
+    try:
+        factor = float(text)
+    except ValueError:
+        factor = 0.0
+    if not 0 < factor < 10:
+        raise CommandError(f"--factors: {text!r} is neither one-bit nor a threshold factor between 0 and 10")
+    return factor
+
+
+def _pool(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise CommandError(f"--pools: {text!r} is not a positive whole number")
+    return int(text)
 
 
 class Command(BaseCommand):
@@ -40,9 +54,9 @@ class Command(BaseCommand):
         parser.add_argument("--pools", default="200,250,300,400", help="comma-separated first-pass sizes")
 
     def handle(self, *args, **options) -> None:
+        factors = [_factor(text.strip()) for text in options["factors"].split(",")]
+        pools = [_pool(text.strip()) for text in options["pools"].split(",")]
         pooled = self._pooled(options["locomo"], options["seed"])
-        factors = [_factor(text) for text in options["factors"].split(",")]
-        pools = [int(text) for text in options["pools"].split(",")]
         drawn = pooled.drawn(per_set=options["per_set"], seed=options["seed"])
         self.stdout.write(
             f"{len(pooled.pages)} pages pooled; questions: {', '.join(f'{n} {len(q)}' for n, q in drawn.items())}"
