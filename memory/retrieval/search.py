@@ -105,8 +105,8 @@ def _searched(space: MemorySpace, query: str, config: RetrievalConfig, now: date
     run.read_memory(first)
     if query.strip():
         run.search(first)
-    first.run()
-    run.remember()
+    first.run(meanwhile=run.remember)  # while the page channels are still read beside
+    run.remember_channels()
     return run
 
 
@@ -168,7 +168,8 @@ class _Retrieval:
         }
 
     def remember(self) -> None:
-        """What the first batch read: memory that needs no search, segment scores, knowledge, channel lists."""
+        """What the first batch read on this thread's connection: memory that needs no search, segment scores,
+        knowledge."""
         result, reads = self.result, self.reads
         for page in instances(Page, reads["recent"].rows):
             if page.tier == Tier.SHORT_TERM:
@@ -187,6 +188,10 @@ class _Retrieval:
         for entry in instances(KnowledgeEntry, reads["knowledge"].rows, extra=extra):
             target = result.user_knowledge if entry.kind == KnowledgeKind.USER else result.assistant_knowledge
             target.append(ScoredKnowledge(entry=entry, score=extra_float(entry, "score")))
+
+    def remember_channels(self) -> None:
+        """The page channels' lists, once every read of the first batch has its rows."""
+        result, reads = self.result, self.reads
         if "vector" in reads:
             vector_candidates(reads["vector"].rows, self.segments, self.config, self.candidates)
         if "words" in reads:
