@@ -10,6 +10,7 @@ from django.core.cache import cache
 
 from memory.embeddings import use_embedder
 from memory.models import Role
+from memory.retrieval.common_terms import CommonTerms, common_terms_forget, common_terms_set
 from memory.retrieval.side_readers import side_readers
 from memory.services.tenancy import end_user_create, operator_create, tenant_create
 from memoryos_site.celery import app as celery_app
@@ -96,6 +97,16 @@ def empty_cache():
     cache.clear()
     yield
     cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def no_common_words():
+    """No word counts as common (memory.retrieval.common_terms) unless a test says so: the list is kept per process
+    and read from the database's statistics at most every ten minutes, which would otherwise make a test's query count
+    depend on the tests that ran before it."""
+    common_terms_set(CommonTerms())
+    yield
+    common_terms_forget()
 
 
 PASSWORD = "a-long-test-password"  # every persona's password

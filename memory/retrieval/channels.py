@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from memory.heat import keyword_set, keyword_set_jaccard
 from memory.models import KnowledgeEntry, MemorySpace, Page, ProfileVersion, Segment
+from memory.retrieval.common_terms import CommonTerms
 from memory.retrieval.config import RetrievalConfig
 from memory.retrieval.result import RetrievalResult
 from memory.retrieval.rows import COSINE, PAGE_COSINE, columns, extra_float
@@ -225,15 +226,17 @@ def query_terms(query: str) -> list[str]:
 
 LEXICAL_SQL = """
 WITH terms AS MATERIALIZED (
-    SELECT {terms}, {either} AS either, memory_search_keys(%(space)s, {documents}) AS keys FROM (SELECT {parsed}) parsed
+    SELECT {terms}, {either} AS either, {shares}, {any_rare} AS any_rare,
+           memory_search_keys(%(space)s, CASE WHEN {any_rare} THEN {rare_documents} ELSE {documents} END) AS keys
+    FROM (SELECT {parsed}, {share_of}) parsed
 ), hits AS MATERIALIZED (
     SELECT id, ctid AS address, {matches}
     FROM {page}, terms
     WHERE search_keys && terms.keys
+), counted AS (
+    SELECT (SELECT next_seq - 1 FROM {space} WHERE id = %(space)s)::float8 AS n, {frequencies} FROM hits
 ), idf AS (
-    SELECT {idf}, {mass} AS mass FROM (
-        SELECT (SELECT next_seq - 1 FROM {space} WHERE id = %(space)s)::float8 AS n, {frequencies} FROM hits
-    ) totals
+    SELECT {idf}, {mass} AS mass FROM (SELECT n, {estimated} FROM counted, terms) totals
 ), weighted AS MATERIALIZED (
     SELECT id, address, {flags}, {weight} AS weight FROM hits, idf WHERE {held_any}
 ), cut AS (
@@ -246,6 +249,12 @@ WHERE weighted.weight >= cut.weight AND (NOT page.withheld OR page.pinned)
 ORDER BY weighted.weight DESC, rank DESC, page.id
 LIMIT %(limit)s
 """
+
+
+# The share of all pages that hold term i's lexeme when it is common (%(common)s, %(common_shares)s), else 0.
+SHARE_OF = """(SELECT coalesce(max(share), 0.0)
+    FROM unnest(%(common)s::text[], %(common_shares)s::float8[]) AS common(lexeme, share)
+    WHERE lexeme = ANY(tsvector_to_array(to_tsvector('english', %(t{i})s))))"""
 
 
 @cache
@@ -263,7 +272,13 @@ def lexical_sql(n_terms: int) -> str:
     tested on `search` itself and on the page's own space, and a page that holds none is dropped. The matches
     carry only their id and those flags; ts_rank_cd, the costly part, is computed only for the pages whose IDF
     weight can still reach the list (`cut`), read again by their row's address (`ctid`, one buffer each where a
-    lookup by id reads four; stable within the statement, whose snapshot keeps the row versions it saw)."""
+    lookup by id reads four; stable within the statement, whose snapshot keeps the row versions it saw).
+
+    A question's common words (`memory.retrieval.common_terms`: held by more than COMMON_SHARE of all pages, by the
+    table's statistics) find no pages of their own when it has a word that is not common: only the rarer words'
+    keys are looked up, and a common word adds its weight to the pages they found that hold it, its document
+    frequency estimated as its share of all pages times N. A question of common words alone looks all of them up."""
+    rare = [f"(f{i} = 0 AND numnode(q{i}) > 0)" for i in range(n_terms)]
     return LEXICAL_SQL.format(
         page=Page._meta.db_table,
         space=MemorySpace._meta.db_table,
@@ -271,6 +286,16 @@ def lexical_sql(n_terms: int) -> str:
         terms=", ".join(f"q{i}" for i in range(n_terms)),
         either="(" + " || ".join(f"q{i}" for i in range(n_terms)) + ")",
         documents=" || ".join(f"to_tsvector('english', %(t{i})s)" for i in range(n_terms)),
+        rare_documents=" || ".join(
+            f"(CASE WHEN {rare[i]} THEN to_tsvector('english', %(t{i})s) ELSE ''::tsvector END)" for i in range(n_terms)
+        ),
+        any_rare="(" + " OR ".join(rare) + ")",
+        shares=", ".join(f"f{i}" for i in range(n_terms)),
+        share_of=", ".join(f"{SHARE_OF.format(i=i)} AS f{i}" for i in range(n_terms)),
+        estimated=", ".join(
+            f"CASE WHEN terms.any_rare AND terms.f{i} > 0 THEN terms.f{i} * n ELSE d{i} END AS d{i}"
+            for i in range(n_terms)
+        ),
         matches=", ".join(f"(space_id = %(space)s AND search @@ terms.q{i})::int AS m{i}" for i in range(n_terms)),
         frequencies=", ".join(f"sum(m{i})::float8 AS d{i}" for i in range(n_terms)),
         idf=", ".join(f"ln(1.0 + (n - d{i} + 0.5) / (d{i} + 0.5)) AS w{i}" for i in range(n_terms)),
@@ -282,11 +307,13 @@ def lexical_sql(n_terms: int) -> str:
     )
 
 
-def lexical_params(space: MemorySpace, terms: list[str], vector: str) -> dict:
+def lexical_params(space: MemorySpace, terms: list[str], vector: str, common: CommonTerms | None = None) -> dict:
+    """`lexical_sql`'s parameters; `common` (the words most pages hold) defaults to none."""
     return {
         "space": space.id,
         "vector": vector,
         "limit": CANDIDATES,
+        **(common or CommonTerms()).params(),
         **{f"t{i}": term for i, term in enumerate(terms)},
     }
 

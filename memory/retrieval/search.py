@@ -47,6 +47,7 @@ from memory.retrieval.channels import (
     time_statement,
     vector_candidates,
 )
+from memory.retrieval.common_terms import common_terms
 from memory.retrieval.config import DEFAULT, RetrievalConfig, retrieval_config
 from memory.retrieval.result import RetrievalResult, ScoredKnowledge, ScoredPage, ScoredSegment
 from memory.retrieval.rows import Batch, Statement, extra_float, instances, vector_text
@@ -149,7 +150,8 @@ class _Retrieval:
         self.terms = query_terms(query)
         if self.config.lexical and self.terms:
             lexical = lexical_sql(len(self.terms))
-            self.reads["words"] = batch.add(lexical, lexical_params(space, self.terms, self.vector), beside=True)
+            params = lexical_params(space, self.terms, self.vector, common_terms())
+            self.reads["words"] = batch.add(lexical, params, beside=True)
         if self.config.time:
             self.result.time_range = query_time_range(query, self.now)
             if self.result.time_range is not None:
