@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-COMMON_SHARE = 0.05  # a lexeme held by more than this share of all pages is common (decisions/0024)
+COMMON_SHARE = 0.10  # a lexeme held by more than this share of all pages is common (decisions/0024)
 REFRESH_SECONDS = 600.0
 
 # The most common lexemes ANALYZE found in the page table's full-text column, with the share of sampled pages holding
