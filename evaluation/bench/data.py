@@ -10,6 +10,7 @@ analysed, as after promotion, so measuring does not start with a wave of promoti
 from __future__ import annotations
 
 import hashlib
+import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -34,14 +35,20 @@ from memory.models import (
     MemoryEvent,
     MemorySpace,
     Page,
+    PagePassage,
     ProfileVersion,
     Segment,
     Tenant,
 )
 from memory.models.events import EventKind
 from memory.models.tiers import HalfVectorField, HeatEvent, KnowledgeKind, PageSource, Tier
+from memory.text import passage_spans
 
 PAGES_PER_SEGMENT = (20, 40)  # about 30 on average
+# The share of mid-term turns whose reply is a detailed answer of LONG_REPLY_CHARS characters, long enough for 2-5
+# passages of its own (memory.text.passage_spans), as in technical or planning chats.
+LONG_TURN_SHARE = 0.1
+LONG_REPLY_CHARS = (1_200, 4_000)
 BATCH_SIZE = 2000
 HISTORY_DAYS = 365
 EVENTS_PER_USER = 40
@@ -76,13 +83,15 @@ def full_users_build(
     seed: int,
     now: datetime,
     interleave: int = 1,
+    long_share: float = LONG_TURN_SHARE,
     on_user=None,
 ) -> list[BenchUser]:
     """`count` users of `tenant`, each with a full memory with `assistant`; one transaction per `interleave` users.
 
     The pages of each group of `interleave` users are written in time order across the group, as when users talk at
     once, so one user's pages spread over the table and its indexes; with 1 (the default) each user's pages lie
-    together, which flatters every read of one user's memory.
+    together, which flatters every read of one user's memory. A `long_share` of the mid-term turns have a long reply
+    and passages of their own, written in the same order.
     """
     if interleave < 1:
         raise ValueError("interleave must be at least 1")
@@ -90,10 +99,11 @@ def full_users_build(
     for first in range(0, count, interleave):
         with transaction.atomic():
             group = [
-                _user_start(tenant, assistant, f"bench-user-{number:05d}", vectors, seed + number, now)
+                _user_start(tenant, assistant, f"bench-user-{number:05d}", vectors, seed + number, now, long_share)
                 for number in range(first, min(first + interleave, count))
             ]
             copy_insert(Page, sorted((p for user in group for p in user.pages), key=lambda p: (p.at, p.space_id)))
+            _passages_insert(group)
             built = [_user_finish(user, vectors, now) for user in group]
         for user in built:
             users.append(user)
@@ -122,18 +132,27 @@ class _UserInBuild:
     topics: list[int]
     segments: list[Segment]
     pages: list[Page]
+    passages: list[tuple[Page, int, int, np.ndarray]]  # (page, start, end, vector) of the long pages
 
 
 def _user_start(
-    tenant: Tenant, assistant: Assistant, external_id: str, vectors: Vectors, seed: int, now: datetime
+    tenant: Tenant,
+    assistant: Assistant,
+    external_id: str,
+    vectors: Vectors,
+    seed: int,
+    now: datetime,
+    long_share: float = 0.0,
 ) -> _UserInBuild:
     generator = TextGenerator(seed)
     end_user = EndUser.objects.create(tenant=tenant, external_id=external_id, display_name=external_id.title())
     space = MemorySpace.objects.create(tenant=tenant, end_user=end_user, assistant=assistant)
     topics = [generator.random.randrange(len(TOPICS)) for _ in range(settings.MEMORY_MTM_CAPACITY)]
     segments = _segments_build(space, topics, generator, vectors, now)
-    pages = _pages_make(space, segments, topics, generator, vectors, now)
-    return _UserInBuild(end_user, space, generator, topics, segments, pages)
+    long_turns = _LongTurns(long_share, random.Random(f"long-turns-{seed}"))
+    pages = _pages_make(space, segments, topics, generator, vectors, now, long_turns)
+    passages = _passages_make(pages, topics, segments, vectors)
+    return _UserInBuild(end_user, space, generator, topics, segments, pages, passages)
 
 
 def _user_finish(user: _UserInBuild, vectors: Vectors, now: datetime) -> BenchUser:
@@ -167,6 +186,21 @@ def _segments_build(
     return Segment.objects.bulk_create(segments, batch_size=BATCH_SIZE)
 
 
+@dataclass(frozen=True)
+class _LongTurns:
+    """Which mid-term turns get a long reply: `share` of them, drawn from `random` (not the text generator's own
+    sequence, so a build without long turns writes the same memory as before they existed)."""
+
+    share: float
+    random: random.Random
+
+    def applied(self, turn: tuple[str, str], topic: int, generator: TextGenerator) -> tuple[str, str]:
+        if not self.share or self.random.random() >= self.share:
+            return turn
+        chars = self.random.randint(*LONG_REPLY_CHARS)
+        return turn[0], generator.long_reply(TOPICS[topic], chars, self.random)
+
+
 def _pages_make(
     space: MemorySpace,
     segments: list[Segment],
@@ -174,11 +208,12 @@ def _pages_make(
     generator: TextGenerator,
     vectors: Vectors,
     now: datetime,
+    long_turns: _LongTurns,
 ) -> list[Page]:
     """About 30 pages per segment, in time order, then a full STM, not yet stored; the vector of a page is its topic
     vector."""
     placed = [
-        (segment, topic, generator.turn(TOPICS[topic]))
+        (segment, topic, long_turns.applied(generator.turn(TOPICS[topic]), topic, generator))
         for segment, topic in zip(segments, topics, strict=True)
         for _ in range(generator.random.randint(*PAGES_PER_SEGMENT))
     ]
@@ -213,6 +248,33 @@ def _pages_make(
     return pages
 
 
+def _passages_make(
+    pages: list[Page], topics: list[int], segments: list[Segment], vectors: Vectors
+) -> list[tuple[Page, int, int, np.ndarray]]:
+    """The passages of the long mid-term pages, each with the vector of its own text (its topic's, for fake
+    embeddings), as memory.services.passages stores them; short-term pages have no vectors yet."""
+    topic_of = {segment.pk: topic for segment, topic in zip(segments, topics, strict=True)}
+    spans = [
+        (page, start, end, topic_of[page.segment_id], page.memory_text[start:end])
+        for page in pages
+        if page.segment_id is not None
+        for start, end in passage_spans(page.memory_text)
+    ]
+    found = vectors.of([(topic, text) for _, _, _, topic, text in spans])
+    return [(page, start, end, vector) for (page, start, end, _, _), vector in zip(spans, found, strict=True)]
+
+
+def _passages_insert(group: list[_UserInBuild]) -> None:
+    """The group's passages, once its pages have ids, in the order their pages were written."""
+    passages = sorted((p for user in group for p in user.passages), key=lambda p: (p[0].at, p[0].space_id, p[1]))
+    rows = [
+        PagePassage(page_id=page.pk, space_id=page.space_id, start=start, end=end, embedding=vector)
+        for page, start, end, vector in passages
+    ]
+    if rows:
+        copy_insert(PagePassage, rows)
+
+
 def copy_insert(model: type[models.Model], objs: list[models.Model]) -> list[models.Model]:
     """Insert `objs` with one binary COPY (vectors as raw floats) and set their ids; about 20 times faster than
     bulk_create for rows with two 384-dimension vectors. Ids are taken from the table's sequence first.
@@ -232,7 +294,7 @@ def copy_insert(model: type[models.Model], objs: list[models.Model]) -> list[mod
         for obj, (pk,) in zip(objs, cursor.fetchall(), strict=True):
             obj.pk = pk
         types = _column_types(cursor, table, [f.column for f in fields])
-        columns = ", ".join(["id", *(f.column for f in fields)])
+        columns = ", ".join(connection.ops.quote_name(c) for c in ["id", *(f.column for f in fields)])
         with cursor.copy(f"COPY {table} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
             copy.set_types(["int8", *types])
             for obj in objs:

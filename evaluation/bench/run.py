@@ -25,7 +25,14 @@ from tqdm import tqdm
 
 from evaluation.answering import MemoryContext, Speakers, memory_text
 from evaluation.bench.baselines import alternated, caches_emptied, exact_top10_ms, ratio, spaces_halved
-from evaluation.bench.data import BenchUser, Vectors, bench_tenant_delete, full_users_build, kept_users
+from evaluation.bench.data import (
+    LONG_TURN_SHARE,
+    BenchUser,
+    Vectors,
+    bench_tenant_delete,
+    full_users_build,
+    kept_users,
+)
 from evaluation.bench.fakes import BenchEmbedder, BenchLLM
 from evaluation.bench.proxy_overhead import proxy_overhead
 from evaluation.bench.synthetic_text import TOPICS, TextGenerator
@@ -38,6 +45,7 @@ from memory.models import (
     EmbeddingState,
     MemorySpace,
     Page,
+    PagePassage,
     Segment,
     Tenant,
 )
@@ -94,6 +102,7 @@ class BenchOptions:
     reuse: bool = False  # measure the users of the kept tenant `tenant_slug` instead of building new ones
     interleave: int = 1  # users whose pages are written interleaved in time (bench.data.full_users_build)
     cold: bool = False  # restart the database and drop the OS cache before the questions are first asked
+    long_turns: float = LONG_TURN_SHARE  # share of mid-term turns with a long reply and passages (bench.data)
 
 
 @dataclass
@@ -149,6 +158,7 @@ def memory_bench(options: BenchOptions) -> dict:
     assistant = tenant.assistants.get(external_id="ava")
     try:
         users, build_seconds = (_kept(tenant), 0.0) if options.reuse else _build(tenant, assistant, options, source)
+        passages = _passages_per_user(users)
         with use_embedder(fake), use_llm(llm), settings_changed(LLM_BASE_URL=BENCH_LLM_URL), _tasks_timed(clock):
             result = _measure(tenant, users, options, llm, clock)
     finally:
@@ -156,6 +166,7 @@ def memory_bench(options: BenchOptions) -> dict:
         if not (options.keep or options.reuse):
             bench_tenant_delete(tenant=tenant)
     result.update(_header(options, tenant, users, build_seconds, fake, perf_counter() - started))
+    result["passages_per_user"] = passages
     result["machine"]["load_average"] = {"before": load_before, "after": _load_average()}
     return result
 
@@ -201,6 +212,7 @@ def _build(tenant: Tenant, assistant, options: BenchOptions, source) -> tuple[li
             seed=options.seed,
             now=timezone.now(),
             interleave=options.interleave,
+            long_share=options.long_turns,
             on_user=lambda _: bar.update(1),
         )
     with connection.cursor() as cursor:
@@ -377,6 +389,14 @@ def _ingest(tenant: Tenant, options: BenchOptions, generator: TextGenerator, clo
     }
 
 
+def _passages_per_user(users: list[BenchUser]) -> float:
+    """Passages of long pages per user, as built (reused users included)."""
+    if not users:
+        return 0.0
+    passages = PagePassage.objects.filter(space_id__in=[u.space_id for u in users]).count()
+    return round(passages / len(users), 1)
+
+
 def _shared_buffers() -> str:
     """PostgreSQL's own cache: at 1,000 interleaved users retrieval p95 was 102 ms at 128 MB, 36.5 ms at 6 GB."""
     return _postgresql_setting("shared_buffers")
@@ -402,6 +422,7 @@ def _header(options, tenant: Tenant, users: list[BenchUser], build_seconds: floa
         "segments_per_user": settings.MEMORY_MTM_CAPACITY,
         "knowledge_per_user": 2 * settings.MEMORY_KNOWLEDGE_CAPACITY,
         "interleave": None if options.reuse else options.interleave,
+        "long_turn_share": None if options.reuse else options.long_turns,
         "cold": options.cold,  # the first pass read memory from disk: database restarted, OS cache dropped
         "build_seconds": round(build_seconds, 1),
         "build_users_per_minute": round(60 * len(users) / build_seconds, 1) if build_seconds else None,

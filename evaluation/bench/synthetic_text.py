@@ -213,18 +213,28 @@ class TextGenerator:
     def topic(self) -> Topic:
         return self.random.choice(TOPICS)
 
-    def _fill(self, template: str, topic: Topic) -> str:
+    def _fill(self, template: str, topic: Topic, rng: random.Random | None = None) -> str:
+        rng = rng or self.random
         values = {
-            "thing": self.random.choice(topic.things),
-            "friend": self.random.choice(FRIENDS),
-            "day": self.random.choice(DAYS),
-            "n": self.random.randint(2, 40),
+            "thing": rng.choice(topic.things),
+            "friend": rng.choice(FRIENDS),
+            "day": rng.choice(DAYS),
+            "n": rng.randint(2, 40),
         }
         return template.format(**values)
 
     def turn(self, topic: Topic) -> tuple[str, str]:
         """One (user message, assistant reply) on `topic`."""
         return self._fill(self.random.choice(topic.user), topic), self._fill(self.random.choice(topic.assistant), topic)
+
+    def long_reply(self, topic: Topic, chars: int, rng: random.Random) -> str:
+        """An assistant reply of at least `chars` characters on `topic` (a detailed answer, several paragraphs), drawn
+        from `rng` so that the generator's own sequence is the same whether or not long replies are asked for."""
+        paragraphs: list[str] = []
+        while sum(len(p) + 2 for p in paragraphs) < chars:
+            sentences = [self._fill(rng.choice(topic.assistant), topic, rng) for _ in range(rng.randint(3, 6))]
+            paragraphs.append(" ".join(sentences))
+        return "\n\n".join(paragraphs)
 
     def summary(self, topic: Topic) -> str:
         return f"The user talked about {topic.name}: {self._fill(self.random.choice(topic.user), topic)}"

@@ -11,14 +11,15 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from evaluation.bench.data import Vectors, full_users_build
+from evaluation.bench.data import LONG_REPLY_CHARS, LONG_TURN_SHARE, Vectors, full_users_build
 from evaluation.bench.fakes import BenchEmbedder, BenchLLM
 from evaluation.bench.run import TaskClock, questions_drawn
 from evaluation.bench.synthetic_text import TOPICS, TextGenerator
 from memory.llm import use_llm
-from memory.models import KnowledgeEntry, Page, Segment, Tenant
+from memory.models import KnowledgeEntry, Page, PagePassage, Segment, Tenant
 from memory.steps.model_steps import LLMSteps
 from memory.steps.types import TurnText
+from memory.text import passage_spans
 from tests import builders
 
 AT = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -102,6 +103,7 @@ def test_a_small_bench_run_writes_every_figure_and_removes_its_tenant(tmp_path, 
 
     bench = json.loads(out.read_text())
     assert bench["users"] == 2 and bench["interleave"] == 1
+    assert bench["long_turn_share"] == LONG_TURN_SHARE and bench["passages_per_user"] > 0  # long replies, as in use
     assert bench["machine"]["postgresql_shared_buffers"].endswith("B")  # e.g. 128MB: retrieval depends on it
     assert bench["machine"]["postgresql_huge_pages"] in ("on", "off")  # and on whether that cache is in huge pages
     for key in ("p50", "p95", "p99"):
@@ -223,6 +225,47 @@ def test_interleaved_users_get_the_same_memories_with_their_pages_written_in_tim
     switches = sum(1 for before, after in pairwise(written) if before[0] != after[0])
     assert switches > len(written) // 2  # the users' pages alternate, not lie in three runs
     assert KnowledgeEntry.objects.filter(end_user__tenant=other_tenant).count() == 4 * 2 * 2
+
+
+@pytest.mark.django_db
+def test_long_turns_get_passages_over_the_whole_reply_and_leave_the_other_pages_as_they_were(
+    settings, tenant, other_tenant
+):
+    settings.MEMORY_MTM_CAPACITY = 3
+    settings.MEMORY_KNOWLEDGE_CAPACITY = 2
+    now = datetime(2026, 11, 1, tzinfo=UTC)
+    for target, share in ((tenant, 0.0), (other_tenant, 0.5)):
+        vectors = Vectors(BenchEmbedder(name="bench", dimension=384, seed=7))
+        assistant = target.assistants.get(external_id="ava")
+        full_users_build(
+            tenant=target,
+            assistant=assistant,
+            count=2,
+            vectors=vectors,
+            seed=7,
+            now=now,
+            interleave=2,
+            long_share=share,
+        )
+
+    plain, mixed = _memories(tenant), _memories(other_tenant)
+    assert plain == mixed  # the same turns in the same places: only some replies are longer
+    assert not PagePassage.objects.filter(space__tenant=tenant).exists()
+    long_pages = Page.objects.filter(space__tenant=other_tenant, passages__isnull=False).distinct()
+    mid_term = Page.objects.filter(space__tenant=other_tenant, tier="mtm").count()
+    assert 0.3 * mid_term < long_pages.count() < 0.7 * mid_term
+    assert not long_pages.filter(tier="stm").exists()  # short-term pages have no vectors yet
+    for page in long_pages:
+        spans = list(page.passages.order_by("start").values_list("start", "end"))
+        assert spans == passage_spans(page.memory_text) and len(spans) >= 2
+        assert len(page.assistant_reply) >= LONG_REPLY_CHARS[0]
+    passage = PagePassage.objects.filter(space__tenant=other_tenant).first()
+    assert np.linalg.norm(passage.embedding) == pytest.approx(1.0, abs=builders.HALF_PRECISION)
+
+
+def test_the_long_turn_share_is_a_share():
+    with pytest.raises(CommandError, match="--long-turns is a share"):
+        call_command("memory_bench", "--long-turns", "1.5", "--fake-embeddings")
 
 
 def test_users_cannot_be_interleaved_in_groups_of_less_than_one():

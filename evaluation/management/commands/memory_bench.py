@@ -8,6 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evaluation.bench.baselines import caches_emptiable
+from evaluation.bench.data import LONG_TURN_SHARE
 from evaluation.bench.locomo_ingest import DEFAULT_DATA, LocomoIngestOptions, locomo_ingest_bench
 from evaluation.bench.run import BenchOptions, memory_bench
 
@@ -43,6 +44,13 @@ class Command(BaseCommand):
             default=1,
             help="build users in groups of N whose pages are written interleaved in time, as when users talk at once "
             "(default 1: each user's pages together)",
+        )
+        parser.add_argument(
+            "--long-turns",
+            type=float,
+            default=LONG_TURN_SHARE,
+            help="share of each built user's mid-term turns whose reply is long enough for passages of its own "
+            f"(default {LONG_TURN_SHARE}; 0 builds none)",
         )
         parser.add_argument(
             "--cold",
@@ -81,9 +89,12 @@ class Command(BaseCommand):
             reuse=options["reuse"],
             interleave=options["interleave"],
             cold=options["cold"],
+            long_turns=options["long_turns"],
         )
         if run.interleave < 1:
             raise CommandError("--interleave must be at least 1.")
+        if not 0 <= run.long_turns <= 1:
+            raise CommandError("--long-turns is a share: between 0 and 1.")
         if run.reuse and not run.tenant_slug:
             raise CommandError("--reuse measures a kept tenant: name it with --tenant.")
         try:
