@@ -1,6 +1,6 @@
 """The vector channel's first pass ranks by two bits a dimension (migration 0034): every page and passage vector has
 its three-level code, written and rewritten with the vector by the database, given to rows stored before the
-migration, and kept in the covering indexes the first pass reads alone."""
+migration, and kept in the covering indexes the first pass reads alone. The one-bit column is gone (0035)."""
 
 from __future__ import annotations
 
@@ -160,5 +160,35 @@ def test_the_migration_goes_back_to_the_one_bit_indexes():
             assert {name for (name,) in cursor.fetchall()} == {"page_space_bits", "passage_space_bits"}
             cursor.execute("SELECT count(*) FROM pg_proc WHERE proname = 'memory_vector_code'")
             assert cursor.fetchone()[0] == 0
+    finally:
+        _migrate(_latest())
+
+
+def columns_of(table: str) -> set[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND NOT attisdropped", [table])
+        return {name for (name,) in cursor.fetchall()}
+
+
+@pytest.mark.django_db
+def test_the_one_bit_column_is_gone_from_pages_and_passages():
+    assert "embedding_code" in columns_of("memory_page") and "embedding_code" in columns_of("memory_pagepassage")
+    assert "embedding_bits" not in columns_of("memory_page") | columns_of("memory_pagepassage")
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_going_back_before_the_drop_gives_the_one_bit_column_of_each_stored_vector_again(space):
+    page = builders.turn(space, user_message="We keep bees on the roof").page
+    vector_set("memory_page", page.id, unit_vector(3))
+    passage = a_passage(page, unit_vector(4))
+    try:
+        _migrate([("memory", "0034_two_bit_vector_codes")])
+
+        with connection.cursor() as cursor:
+            for table, row_id, seed in (("memory_page", page.id, 3), ("memory_pagepassage", passage.id, 4)):
+                cursor.execute(f"SELECT embedding_bits::text FROM {table} WHERE id = %s", [row_id])
+                signs = "".join("1" if x > 0 else "0" for x in unit_vector(seed))
+                assert cursor.fetchone()[0] == signs
     finally:
         _migrate(_latest())
