@@ -37,10 +37,11 @@ def texts_out_of_line(page_id: int) -> list[str]:
         return [column for column, out in zip(columns, cursor.fetchone(), strict=True) if out]
 
 
-def a_long_turn(space):
+def a_long_turn(space, targets=BEFORE):
+    """A long mid-term page written through the Page model as it was at `targets`."""
     segment = builders.segment(space, summary="band", keywords=["band"])
     fields = {"user_message": MESSAGE, "assistant_reply": REPLY, "chain_summary": REPLY}
-    return page_before(BEFORE, space=space, segment=segment, **fields)
+    return page_before(targets, space=space, segment=segment, **fields)
 
 
 @pytest.mark.slow  # migrates the test database back to before the migration and forward again
@@ -62,4 +63,4 @@ def test_a_page_stored_before_is_written_again_with_its_texts_in_the_row(space):
 
 
 def test_a_page_stored_now_keeps_its_texts_in_the_row(space):
-    assert texts_out_of_line(a_long_turn(space).id) == []
+    assert texts_out_of_line(a_long_turn(space, _latest()).id) == []

@@ -31,7 +31,7 @@ def test_pages_stored_before_the_migration_are_found_by_space_and_by_binary_vect
         _migrate(_latest())
 
         assert f"'space {space.id}'" in _column(page.id, "search::text")
-        assert _column(page.id, "length(embedding_bits)") == len(page.embedding)
+        assert _column(page.id, "length(embedding_code)") == 2 * len(page.embedding)  # the bits are now a code (0034)
         assert _column(page.id, "search @@ to_tsquery('english', 'sourdough')") is True
         with connection.cursor() as cursor:
             cursor.execute(
