@@ -45,7 +45,6 @@ from memory.models import (
     EmbeddingState,
     MemorySpace,
     Page,
-    PagePassage,
     Segment,
     Tenant,
 )
@@ -158,7 +157,7 @@ def memory_bench(options: BenchOptions) -> dict:
     assistant = tenant.assistants.get(external_id="ava")
     try:
         users, build_seconds = (_kept(tenant), 0.0) if options.reuse else _build(tenant, assistant, options, source)
-        passages = _passages_per_user(users)
+        shape = memory_shape(users)
         with use_embedder(fake), use_llm(llm), settings_changed(LLM_BASE_URL=BENCH_LLM_URL), _tasks_timed(clock):
             result = _measure(tenant, users, options, llm, clock)
     finally:
@@ -166,7 +165,7 @@ def memory_bench(options: BenchOptions) -> dict:
         if not (options.keep or options.reuse):
             bench_tenant_delete(tenant=tenant)
     result.update(_header(options, tenant, users, build_seconds, fake, perf_counter() - started))
-    result["passages_per_user"] = passages
+    result.update(shape)
     result["machine"]["load_average"] = {"before": load_before, "after": _load_average()}
     return result
 
@@ -389,12 +388,40 @@ def _ingest(tenant: Tenant, options: BenchOptions, generator: TextGenerator, clo
     }
 
 
-def _passages_per_user(users: list[BenchUser]) -> float:
-    """Passages of long pages per user, as built (reused users included)."""
-    if not users:
-        return 0.0
-    passages = PagePassage.objects.filter(space_id__in=[u.space_id for u in users]).count()
-    return round(passages / len(users), 1)
+SHAPE_SAMPLE = 50  # users whose memory is counted for the report's shape
+
+SHAPE_SQL = """
+SELECT count(*), coalesce(sum(pages), 0)::bigint, coalesce(min(pages), 0), coalesce(max(pages), 0),
+       (SELECT count(*) FROM memory_pagepassage WHERE space_id = ANY(%(spaces)s))
+FROM (
+    SELECT segment.id, count(page.id) AS pages
+    FROM memory_segment segment LEFT JOIN memory_page page ON page.segment_id = segment.id
+    WHERE segment.space_id = ANY(%(spaces)s)
+    GROUP BY segment.id
+) per_segment
+"""
+
+
+def memory_shape(users: list[BenchUser]) -> dict:
+    """What the measured memory looks like, counted in the database over the first SHAPE_SAMPLE users (not what the
+    build meant to write): segments per user, pages per segment (mean, fewest, most) and passages per user. A fake
+    that put every page in one segment would show here before its cost is quoted."""
+    sample = [u.space_id for u in users[:SHAPE_SAMPLE]]
+    if not sample:
+        return {"segments_per_user": 0, "pages_per_segment": {}, "passages_per_user": 0.0}
+    with connection.cursor() as cursor:
+        cursor.execute(SHAPE_SQL, {"spaces": sample})
+        segments, placed, fewest, most, passages = cursor.fetchone()
+    return {
+        "segments_per_user": round(segments / len(sample), 1),
+        "pages_per_segment": {
+            "mean": round(placed / segments, 1) if segments else 0.0,
+            "min": fewest,
+            "max": most,
+            "users_counted": len(sample),
+        },
+        "passages_per_user": round(passages / len(sample), 1),
+    }
 
 
 def _shared_buffers() -> str:
@@ -419,7 +446,6 @@ def _header(options, tenant: Tenant, users: list[BenchUser], build_seconds: floa
     return {
         "users": len(users),
         "pages_per_user": round(pages / len(users), 1) if users else 0,
-        "segments_per_user": settings.MEMORY_MTM_CAPACITY,
         "knowledge_per_user": 2 * settings.MEMORY_KNOWLEDGE_CAPACITY,
         "interleave": None if options.reuse else options.interleave,
         "long_turn_share": None if options.reuse else options.long_turns,

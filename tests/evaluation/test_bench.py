@@ -104,6 +104,10 @@ def test_a_small_bench_run_writes_every_figure_and_removes_its_tenant(tmp_path, 
     bench = json.loads(out.read_text())
     assert bench["users"] == 2 and bench["interleave"] == 1
     assert bench["long_turn_share"] == LONG_TURN_SHARE and bench["passages_per_user"] > 0  # long replies, as in use
+    # the shape counted in the database: every segment of the full MTM holds 20 to 40 pages
+    assert bench["segments_per_user"] == settings.MEMORY_MTM_CAPACITY
+    per_segment = bench["pages_per_segment"]
+    assert 20 <= per_segment["min"] <= per_segment["mean"] <= per_segment["max"] <= 40
     assert bench["machine"]["postgresql_shared_buffers"].endswith("B")  # e.g. 128MB: retrieval depends on it
     assert bench["machine"]["postgresql_huge_pages"] in ("on", "off")  # and on whether that cache is in huge pages
     for key in ("p50", "p95", "p99"):

@@ -147,6 +147,12 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{result['users']} full users ({result['pages_per_user']} pages each) {built}; total {result['seconds']} s"
         )
+        per_segment = result["pages_per_segment"]
+        self.stdout.write(
+            f"shape (counted over {per_segment.get('users_counted', 0)} users): {result['segments_per_user']} segments "
+            f"a user, {per_segment.get('mean')} pages a segment ({per_segment.get('min')}-{per_segment.get('max')}), "
+            f"{result['passages_per_user']} passages a user"
+        )
         self.stdout.write(f"{'figure':34}{'p50':>10}{'p95':>10}{'p99':>10}  target")
         rows = [
             ("retrieval, first asked (ms)", result["retrieval_ms"], ""),
