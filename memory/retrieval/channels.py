@@ -27,6 +27,11 @@ CANDIDATES = 100  # each channel's list before fusion: five times the longest li
 # (5,010, a full user's size), as much of the exact top 10 and top 20 in each set as one bit a dimension kept with
 # 400, within 0.001 (docs/decisions/0023-two-bit-first-pass.md; `manage.py first_pass_recall`).
 VECTOR_POOL = 2 * CANDIDATES
+# The first pass over a space's passages keeps fewer: with MiniLM over the 2,936 passages of the long pages of the
+# four sets pooled, 100 keep the whole exact top 10 and 0.9993 of the top 20 for the questions long pages answer
+# (technical_long), as 200 do (1.0000 / 1.0000), and re-rank 100 passage rows fewer at every question for a user with
+# long turns (`manage.py first_pass_recall --passages`; docs/results.md, 29 November 2026).
+PASSAGE_POOL = CANDIDATES
 NEIGHBOUR_HITS = 3  # the strongest fused hits whose previous and next turns may join as candidates
 MAX_QUERY_TERMS = 12
 TERM = re.compile(r"[^\W_]+")
@@ -160,15 +165,16 @@ def fused_score(candidate: Candidate, config: RetrievalConfig) -> float:
 
 
 # The nearest pages by cosine, in two passes: the space's pages ranked by the Hamming distance of their two-bit
-# codes (`embedding_code`: an index-only scan of `page_space_code`, ~110 buffers for 6,000 pages), then the best
-# VECTOR_POOL of those by exact cosine, found by (space, id) in the leaves of that index the first pass has just read
-# (the primary key would be descended once per page). A space of at most VECTOR_POOL pages is ranked exactly.
-# A long page is also ranked by its best passage (max-passage scoring, Dai & Callan 2019; memory.models.passages):
-# the space's passages go through the same two passes (`passage_space_code`), the best `limit` pages by passage join
-# the candidates, and each page scores the better of its own cosine and its best passage's; `passage` is that
-# passage's start when it beat the page's own vector. A page finds its best passage in `found`'s arrays (one row,
-# materialised): a join against `passage` was planned as a nested loop that scanned every passage row for every page
-# (6.2 -> 4.2 ms p50 server time for a user with 2,500 passages, the same rows).
+# codes (`embedding_code`: an index-only scan of `page_space_code`, 110-230 buffers for 6,000 pages, as compact as
+# the index is), then the best VECTOR_POOL of those by exact cosine, found by (space, id) in the leaves of that index
+# the first pass has just read (the primary key would be descended once per page). A space of at most VECTOR_POOL
+# pages is ranked exactly. A long page is also ranked by its best passage (max-passage scoring, Dai & Callan 2019;
+# memory.models.passages): the space's passages go through the same two passes (`passage_space_code`, PASSAGE_POOL
+# re-ranked), the best `limit` pages by passage join the candidates, and each page scores the better of its own
+# cosine and its best passage's; `passage` is that passage's start when it beat the page's own vector. A page finds
+# its best passage in `found`'s arrays (one row, materialised): a join against `passage` was planned as a nested
+# loop that scanned every passage row for every page (6.2 -> 4.2 ms p50 server time for a user with 2,500 passages,
+# the same rows).
 VECTOR_SQL = """
 WITH near AS (
     SELECT id FROM memory_page
@@ -179,7 +185,7 @@ WITH near AS (
     SELECT id FROM memory_pagepassage
     WHERE space_id = %(space)s
     ORDER BY embedding_code <~> memory_vector_code(%(vector)s::halfvec), id
-    LIMIT %(pool)s
+    LIMIT %(passage_pool)s
 ), passages AS (
     SELECT DISTINCT ON (page_id) page_id, start, 1.0 - distance AS cosine FROM (
         SELECT page_id, start, embedding <=> %(vector)s::halfvec AS distance FROM memory_pagepassage

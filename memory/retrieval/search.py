@@ -25,6 +25,7 @@ from memory.retrieval.channels import (
     KNOWLEDGE_SQL,
     LOAD_SQL,
     NEIGHBOUR_HITS,
+    PASSAGE_POOL,
     PINNED_KNOWLEDGE_SQL,
     PROFILE_SQL,
     RECENT_AND_PINNED_SQL,
@@ -146,6 +147,7 @@ class _Retrieval:
         if self.config.segment_gate:
             return
         params = {"space": space.id, "vector": self.vector, "pool": VECTOR_POOL, "limit": CANDIDATES}
+        params["passage_pool"] = PASSAGE_POOL
         self.reads["vector"] = batch.add(VECTOR_SQL, params, beside=True)
         self.terms = query_terms(query)
         if self.config.lexical and self.terms:

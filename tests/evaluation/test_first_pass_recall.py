@@ -19,6 +19,7 @@ from evaluation.first_pass_recall import (
 )
 from memory.embeddings import use_embedder
 from memory.retrieval.rows import vector_text
+from memory.text import PASSAGE_CHARS
 from tests.fakes import HashingEmbedder
 
 DIMENSIONS = 384
@@ -106,6 +107,26 @@ def test_the_command_reports_each_code_and_pool_and_the_factor_chosen_by_leaving
     assert "one bit pool   30: mean" in report and "two bits c=0.5 pool   30" in report
     assert "assistant_facts 5, technical_long 5" in report
     assert "pool 30, assistant_facts held out: c=" in report
+
+
+def test_with_passages_the_command_pools_the_passages_of_the_long_pages(tmp_path):
+    out = io.StringIO()
+    embedder = HashingEmbedder()
+    with use_embedder(embedder):
+        call_command(
+            "first_pass_recall",
+            locomo=tmp_path / "absent.json",
+            per_set=5,
+            factors="0.385",
+            pools="30",
+            passages=True,
+            stdout=out,
+            stderr=io.StringIO(),
+        )
+
+    pooled = int(out.getvalue().split(" passages pooled")[0].split()[-1])
+    assert pooled > 0 and "two bits c=0.385 pool   30" in out.getvalue()
+    assert all(len(text) <= PASSAGE_CHARS for text in embedder.inputs[:pooled])  # passages, not whole pages
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from evaluation.first_pass_recall import ONE_BIT, PooledSets, best_factor_left_o
 from evaluation.management.commands.devsets_generate import LOCOMO_DEV
 from memory.embeddings import embed_texts
 from memory.models import Page
+from memory.text import passage_spans
 
 KS = (10, 20, 100)
 
@@ -38,8 +39,9 @@ def _pool(text: str) -> int:
 class Command(BaseCommand):
     help = (
         "Measure the share of the exact cosine top 10/20/100 that the vector channel's first pass (Hamming distance "
-        "over one- or two-bit codes, then the best POOL by exact cosine) keeps, over the pages of LoCoMo dev and the "
-        "generated sets pooled into one space, with the configured embedder."
+        "over one- or two-bit codes, then the best POOL by exact cosine) keeps, over the pages (or with --passages the "
+        "passages of the long pages) of LoCoMo dev and the generated sets pooled into one space, with the configured "
+        "embedder."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -52,14 +54,21 @@ class Command(BaseCommand):
             "--factors", default="one-bit,0.2,0.3,0.385,0.5,0.6", help="comma-separated: one-bit, or c in t = c/√d"
         )
         parser.add_argument("--pools", default="200,250,300,400", help="comma-separated first-pass sizes")
+        parser.add_argument(
+            "--passages",
+            action="store_true",
+            help="pool the passages of the long pages (memory.text.passage_spans) instead of the pages, as the "
+            "channel's passage pass ranks them",
+        )
 
     def handle(self, *args, **options) -> None:
         factors = [_factor(text.strip()) for text in options["factors"].split(",")]
         pools = [_pool(text.strip()) for text in options["pools"].split(",")]
-        pooled = self._pooled(options["locomo"], options["seed"])
+        pooled = self._pooled(options["locomo"], options["seed"], options["passages"])
         drawn = pooled.drawn(per_set=options["per_set"], seed=options["seed"])
+        kind = "passages" if options["passages"] else "pages"
         self.stdout.write(
-            f"{len(pooled.pages)} pages pooled; questions: {', '.join(f'{n} {len(q)}' for n, q in drawn.items())}"
+            f"{len(pooled.pages)} {kind} pooled; questions: {', '.join(f'{n} {len(q)}' for n, q in drawn.items())}"
         )
         results = {}
         for factor in factors:
@@ -69,7 +78,7 @@ class Command(BaseCommand):
                 self.stdout.write(self._row(factor, pool, {name: results[(factor, pool, name)] for name in drawn}))
         self._left_out(results, factors, pools, list(drawn))
 
-    def _pooled(self, path: Path, seed: int) -> PooledSets:
+    def _pooled(self, path: Path, seed: int, passages: bool = False) -> PooledSets:
         sets = {}
         if path.exists():
             sets["locomo_dev"] = locomo.load(path)
@@ -82,11 +91,12 @@ class Command(BaseCommand):
         for name, samples in sets.items():
             for sample in samples:
                 for turn in locomo.conversation_turns(sample["conversation"]):  # the text memory embeds, as a page's
-                    pages.append(Page(user_message=turn.user_message, assistant_reply=turn.assistant_reply).memory_text)
+                    text = Page(user_message=turn.user_message, assistant_reply=turn.assistant_reply).memory_text
+                    pages += [text[start:end] for start, end in passage_spans(text)] if passages else [text]
                 questions += [str(qa["question"]) for qa in sample["qa"]]
                 question_set += [name] * len(sample["qa"])
         if not pages or not questions:
-            raise CommandError("no pages or no questions to measure")
+            raise CommandError(f"no {'passages' if passages else 'pages'} or no questions to measure")
         return PooledSets(pages=embed_texts(pages), questions=embed_texts(questions), question_set=question_set)
 
     @staticmethod
