@@ -142,7 +142,7 @@ def _user_start(
     vectors: Vectors,
     seed: int,
     now: datetime,
-    long_share: float = 0.0,
+    long_share: float,
 ) -> _UserInBuild:
     generator = TextGenerator(seed)
     end_user = EndUser.objects.create(tenant=tenant, external_id=external_id, display_name=external_id.title())
@@ -254,11 +254,11 @@ def _passages_make(
     """The passages of the long mid-term pages, each with the vector of its own text (its topic's, for fake
     embeddings), as memory.services.passages stores them; short-term pages have no vectors yet."""
     topic_of = {segment.pk: topic for segment, topic in zip(segments, topics, strict=True)}
+    texts = [(page, page.memory_text) for page in pages if page.segment_id is not None]
     spans = [
-        (page, start, end, topic_of[page.segment_id], page.memory_text[start:end])
-        for page in pages
-        if page.segment_id is not None
-        for start, end in passage_spans(page.memory_text)
+        (page, start, end, topic_of[page.segment_id], text[start:end])
+        for page, text in texts
+        for start, end in passage_spans(text)
     ]
     found = vectors.of([(topic, text) for _, _, _, topic, text in spans])
     return [(page, start, end, vector) for (page, start, end, _, _), vector in zip(spans, found, strict=True)]

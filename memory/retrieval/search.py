@@ -146,8 +146,13 @@ class _Retrieval:
         self.reads["knowledge"] = batch.add(KNOWLEDGE_SQL, self._knowledge_params())
         if self.config.segment_gate:
             return
-        params = {"space": space.id, "vector": self.vector, "pool": VECTOR_POOL, "limit": CANDIDATES}
-        params["passage_pool"] = PASSAGE_POOL
+        params = {
+            "space": space.id,
+            "vector": self.vector,
+            "pool": VECTOR_POOL,
+            "passage_pool": PASSAGE_POOL,
+            "limit": CANDIDATES,
+        }
         self.reads["vector"] = batch.add(VECTOR_SQL, params, beside=True)
         self.terms = query_terms(query)
         if self.config.lexical and self.terms:

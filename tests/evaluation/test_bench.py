@@ -206,20 +206,24 @@ def _memories(tenant: Tenant) -> list[list[tuple]]:
     ]
 
 
+def _users_built(target: Tenant, **options) -> list:
+    """Four full users built in `target` with the bench's fakes, as large as the caller's settings make them."""
+    vectors = Vectors(BenchEmbedder(name="bench", dimension=384, seed=7))
+    assistant = target.assistants.get(external_id="ava")
+    now = datetime(2026, 11, 1, tzinfo=UTC)
+    return full_users_build(tenant=target, assistant=assistant, count=4, vectors=vectors, seed=7, now=now, **options)
+
+
 @pytest.mark.django_db
 def test_interleaved_users_get_the_same_memories_with_their_pages_written_in_time_order_across_them(
     settings, tenant, other_tenant
 ):
     settings.MEMORY_MTM_CAPACITY = 3
     settings.MEMORY_KNOWLEDGE_CAPACITY = 2
-    now = datetime(2026, 11, 1, tzinfo=UTC)
-    built = {}
-    for target, interleave in ((tenant, 1), (other_tenant, 3)):
-        vectors = Vectors(BenchEmbedder(name="bench", dimension=384, seed=7))
-        assistant = target.assistants.get(external_id="ava")
-        built[interleave] = full_users_build(
-            tenant=target, assistant=assistant, count=4, vectors=vectors, seed=7, now=now, interleave=interleave
-        )
+    built = {
+        interleave: _users_built(target, interleave=interleave)
+        for target, interleave in ((tenant, 1), (other_tenant, 3))
+    }
 
     assert _memories(tenant) == _memories(other_tenant)
     assert [u.pages for u in built[1]] == [u.pages for u in built[3]]
@@ -237,20 +241,8 @@ def test_long_turns_get_passages_over_the_whole_reply_and_leave_the_other_pages_
 ):
     settings.MEMORY_MTM_CAPACITY = 3
     settings.MEMORY_KNOWLEDGE_CAPACITY = 2
-    now = datetime(2026, 11, 1, tzinfo=UTC)
     for target, share in ((tenant, 0.0), (other_tenant, 0.5)):
-        vectors = Vectors(BenchEmbedder(name="bench", dimension=384, seed=7))
-        assistant = target.assistants.get(external_id="ava")
-        full_users_build(
-            tenant=target,
-            assistant=assistant,
-            count=2,
-            vectors=vectors,
-            seed=7,
-            now=now,
-            interleave=2,
-            long_share=share,
-        )
+        _users_built(target, interleave=2, long_share=share)
 
     plain, mixed = _memories(tenant), _memories(other_tenant)
     assert plain == mixed  # the same turns in the same places: only some replies are longer

@@ -90,42 +90,36 @@ def test_questions_are_drawn_from_every_set_the_same_way_for_the_same_seed():
     assert pooled.drawn(per_set=15, seed=4) == drawn
 
 
-def test_the_command_reports_each_code_and_pool_and_the_factor_chosen_by_leaving_a_set_out(tmp_path):
+def _report(tmp_path, embedder: HashingEmbedder, **options) -> str:
+    """What first_pass_recall prints over the generated sets (no LoCoMo file), 5 questions a set, a pool of 30."""
     out = io.StringIO()
-    with use_embedder(HashingEmbedder()):
+    with use_embedder(embedder):
         call_command(
             "first_pass_recall",
             locomo=tmp_path / "absent.json",
             per_set=5,
-            factors="one-bit,0.3,0.5",
             pools="30",
+            **options,
             stdout=out,
             stderr=io.StringIO(),
         )
+    return out.getvalue()
 
-    report = out.getvalue()
+
+def test_the_command_reports_each_code_and_pool_and_the_factor_chosen_by_leaving_a_set_out(tmp_path):
+    report = _report(tmp_path, HashingEmbedder(), factors="one-bit,0.3,0.5")
+
     assert "one bit pool   30: mean" in report and "two bits c=0.5 pool   30" in report
     assert "assistant_facts 5, technical_long 5" in report
     assert "pool 30, assistant_facts held out: c=" in report
 
 
 def test_with_passages_the_command_pools_the_passages_of_the_long_pages(tmp_path):
-    out = io.StringIO()
     embedder = HashingEmbedder()
-    with use_embedder(embedder):
-        call_command(
-            "first_pass_recall",
-            locomo=tmp_path / "absent.json",
-            per_set=5,
-            factors="0.385",
-            pools="30",
-            passages=True,
-            stdout=out,
-            stderr=io.StringIO(),
-        )
+    report = _report(tmp_path, embedder, factors="0.385", passages=True)
 
-    pooled = int(out.getvalue().split(" passages pooled")[0].split()[-1])
-    assert pooled > 0 and "two bits c=0.385 pool   30" in out.getvalue()
+    pooled = int(report.split(" passages pooled")[0].split()[-1])
+    assert pooled > 0 and "two bits c=0.385 pool   30" in report
     assert all(len(text) <= PASSAGE_CHARS for text in embedder.inputs[:pooled])  # passages, not whole pages
 
 
