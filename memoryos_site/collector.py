@@ -24,7 +24,11 @@ def loaded_objects_freeze(*, collect: bool = True) -> int:
 
 
 def site_loaded() -> None:
-    """Import every view the URL patterns name (Django otherwise does it on the first request), then freeze what the
-    process holds."""
+    """Import every view the URL patterns name (Django otherwise does it on the first request) and the client that
+    sends tasks to the broker (otherwise loaded by the first request that queues one), then freeze what the process
+    holds."""
+    from memoryos_site.celery import broker_client_load
+
     get_resolver().url_patterns  # noqa: B018 (the property imports the URLconf and its views)
+    broker_client_load()
     loaded_objects_freeze()

@@ -43,6 +43,22 @@ def test_the_web_process_imports_its_views_and_freezes_them_as_it_loads(tmp_path
     assert int(frozen) > 100_000 and views == "True"
 
 
+def test_the_web_process_loads_the_broker_client_before_it_freezes():
+    # the transport class the first queued task would use: made before the freeze, it is never walked again
+    script = (
+        "import gc, sys\nimport memoryos_site.wsgi\nfrom memoryos_site.celery import app\n"
+        "transport = app.connection_for_write().get_transport_cls()\n"
+        "walked = {id(found) for found in gc.get_objects()}\n"
+        "print(transport.__module__, id(transport) in walked)\n"
+    )
+    env = os.environ | {"DJANGO_SETTINGS_MODULE": "memoryos_site.settings", "EMBEDDING_WARM_AT_START": "false"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+
+    assert done.returncode == 0, done.stderr
+    module, walked = done.stdout.split()
+    assert module.startswith("kombu.transport.") and walked == "False"
+
+
 def test_a_worker_process_freezes_what_it_loaded_as_it_starts(settings):
     settings.EMBEDDING_WARM_AT_START = False
     gc.unfreeze()
