@@ -50,19 +50,6 @@ def _loaded_and_warming() -> None:
     embedder_warm_in_background(why="worker", then=lambda: loaded_objects_freeze(collect=False))
 
 
-def broker_client_load() -> None:
-    """Load the code that sends a task to the broker, without connecting: its kombu transport (with the default
-    broker, kombu's SQLAlchemy transport and SQLAlchemy itself). A web process does it before it freezes what it loaded
-    (memoryos_site.collector.site_loaded); otherwise the first task a request queues loads about 42,000 objects that no
-    freeze covers, and every later full collection walks them: 23-26 ms on the 2-core machine, against 1.4 ms when
-    they were loaded before the freeze (docs/decisions/0022-loaded-objects-frozen.md)."""
-    connection = app.connection_for_write()
-    try:
-        connection.transport  # noqa: B018 (the property imports and makes the transport; nothing connects)
-    finally:
-        connection.release()
-
-
 # kombu's SQLAlchemy transport hides a message once a worker fetches it and never shows it again, even when the
 # worker dies: delivery is at most once. The database's job state makes up for that (memory.services.jobs), so a
 # delivered row is dead weight; it is deleted a minute after delivery.
