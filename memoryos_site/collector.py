@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 
 from celery import current_app
+from django.core.exceptions import ImproperlyConfigured
 from django.urls import get_resolver
 
 
@@ -37,9 +38,16 @@ def broker_client_load() -> None:
     """Load the code that sends a task to the broker, without connecting: the process's Celery app's kombu transport
     (with the default broker, kombu's SQLAlchemy transport and SQLAlchemy itself). Otherwise the first task a request
     queues loads about 42,000 objects after the freeze, and every later full collection walks them: 23-27 ms on the
-    2-core machine, against 1.4-2.8 ms when they were loaded before it (docs/decisions/0022)."""
-    connection = current_app.connection_for_write()
+    2-core machine, against 1.4-2.8 ms when they were loaded before it (docs/decisions/0022). A broker URL no transport
+    serves stops the process here with ImproperlyConfigured, rather than failing every request that queues a task."""
     try:
-        connection.transport  # noqa: B018 (the property imports and makes the transport; nothing connects)
+        connection = current_app.connection_for_write()  # resolves the transport's class, importing its module
+    except (KeyError, ImportError) as exc:  # an unknown scheme, or a client library that is not installed
+        raise ImproperlyConfigured(
+            f"CELERY_BROKER_URL names a broker this process cannot send tasks to ({exc}): use redis://, amqp:// or "
+            "leave it unset for the database"
+        ) from exc
+    try:
+        connection.transport  # noqa: B018 (the property makes the transport; nothing connects)
     finally:
         connection.release()

@@ -10,9 +10,11 @@ import sys
 import types
 
 import pytest
+from celery import current_app
+from django.core.exceptions import ImproperlyConfigured
 
 from memoryos_site import celery as celery_module
-from memoryos_site.collector import loaded_objects_freeze
+from memoryos_site.collector import broker_client_load, loaded_objects_freeze
 
 
 @pytest.fixture(autouse=True)
@@ -57,6 +59,13 @@ def test_the_web_process_loads_the_broker_client_before_it_freezes():
     assert done.returncode == 0, done.stderr
     module, walked = done.stdout.split()
     assert module.startswith("kombu.transport.") and walked == "False"
+
+
+def test_a_broker_url_no_transport_serves_stops_the_web_process_with_a_clear_error(monkeypatch):
+    monkeypatch.setattr(current_app.conf, "broker_url", "nosuchbroker://host/0")
+
+    with pytest.raises(ImproperlyConfigured, match="CELERY_BROKER_URL names a broker"):
+        broker_client_load()
 
 
 def test_a_worker_process_freezes_what_it_loaded_as_it_starts(settings):
