@@ -41,13 +41,12 @@ def broker_client_load() -> None:
     2-core machine, against 1.4-2.8 ms when they were loaded before it (docs/decisions/0022). A broker URL no transport
     serves stops the process here with ImproperlyConfigured, rather than failing every request that queues a task."""
     try:
-        connection = current_app.connection_for_write()  # resolves the transport's class, importing its module
+        # the connection resolves the transport's class (importing its module); the property makes it (a transport
+        # whose client library is missing refuses here); nothing connects
+        with current_app.connection_for_write() as connection:
+            connection.transport  # noqa: B018
     except (KeyError, ImportError) as exc:  # an unknown scheme, or a client library that is not installed
         raise ImproperlyConfigured(
             f"CELERY_BROKER_URL names a broker this process cannot send tasks to ({exc}): use redis://, amqp:// or "
             "leave it unset for the database"
         ) from exc
-    try:
-        connection.transport  # noqa: B018 (the property makes the transport; nothing connects)
-    finally:
-        connection.release()

@@ -206,12 +206,14 @@ def _memories(tenant: Tenant) -> list[list[tuple]]:
     ]
 
 
-def _users_built(target: Tenant, **options) -> list:
-    """Four full users built in `target` with the bench's fakes, as large as the caller's settings make them."""
+def _users_built(target: Tenant, *, count: int = 4, **options) -> list:
+    """`count` full users built in `target` with the bench's fakes, as large as the caller's settings make them."""
     vectors = Vectors(BenchEmbedder(name="bench", dimension=384, seed=7))
     assistant = target.assistants.get(external_id="ava")
     now = datetime(2026, 11, 1, tzinfo=UTC)
-    return full_users_build(tenant=target, assistant=assistant, count=4, vectors=vectors, seed=7, now=now, **options)
+    return full_users_build(
+        tenant=target, assistant=assistant, count=count, vectors=vectors, seed=7, now=now, **options
+    )
 
 
 @pytest.mark.django_db
@@ -242,7 +244,7 @@ def test_long_turns_get_passages_over_the_whole_reply_and_leave_the_other_pages_
     settings.MEMORY_MTM_CAPACITY = 3
     settings.MEMORY_KNOWLEDGE_CAPACITY = 2
     for target, share in ((tenant, 0.0), (other_tenant, 0.5)):
-        _users_built(target, interleave=2, long_share=share)
+        _users_built(target, count=2, interleave=2, long_share=share)
 
     plain, mixed = _memories(tenant), _memories(other_tenant)
     assert plain == mixed  # the same turns in the same places: only some replies are longer
