@@ -177,7 +177,8 @@ class Command(BaseCommand):
         ratios = result["ratios"]
         self.stdout.write(
             f"ratios (p95 over the same run's baseline): retrieval warm {ratios['retrieval_warm']}, cold "
-            f"{ratios['retrieval_cold']} (targets ≤ 2); end user's page {ratios['end_user_page']}; load average "
+            f"{ratios['retrieval_cold']} (targets ≤ 2); end user's page {ratios['end_user_page']}; proxy overhead "
+            f"{ratios['proxy_overhead_over_direct_p50']} × the direct call (p50); load average "
             f"{result['machine']['load_average']['before']} → {result['machine']['load_average']['after']}"
         )
         self.stdout.write(
