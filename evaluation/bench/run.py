@@ -34,6 +34,7 @@ from evaluation.bench.data import (
     kept_users,
 )
 from evaluation.bench.fakes import BenchEmbedder, BenchLLM
+from evaluation.bench.os_cache import database_files_read, page_table_read_us
 from evaluation.bench.proxy_overhead import proxy_overhead
 from evaluation.bench.synthetic_text import TOPICS, TextGenerator
 from evaluation.bench.user_pages import user_pages_render
@@ -229,8 +230,10 @@ def _measure(tenant: Tenant, users: list[BenchUser], options: BenchOptions, llm:
     generator = TextGenerator(options.seed + 10_000)
     spaces = MemorySpace.objects.select_related("end_user", "assistant").in_bulk([u.space_id for u in users])
     site_loaded()  # frozen, as the web server freezes what it loaded (memoryos_site.collector); thawed by memory_bench
-    result: dict = {}
+    result: dict = {"os_cache": []}
+    _os_cache_warmed(result, options, "retrieval")
     timed = _retrieval_and_prompt(spaces, options, rng, generator, clock)
+    _os_cache_checked(result, options)
     result["retrieval_ms"] = percentiles(timed["first"], P3) | _retrieval_notes(timed["first"], FIRST_TOUCH_NOTE)
     result["retrieval_cached_ms"] = percentiles(timed["again"], P3) | _retrieval_notes(timed["again"], CACHED_NOTE)
     result["exact_top10_ms"] = percentiles(timed["exact"], P3) | {"samples": len(timed["exact"]), "note": EXACT_NOTE}
@@ -241,12 +244,29 @@ def _measure(tenant: Tenant, users: list[BenchUser], options: BenchOptions, llm:
     result["ingest"] = _ingest(tenant, options, generator, clock, llm)
     result["llm_calls_per_stored_turn"] = result["ingest"]["llm_calls_per_stored_turn"]
     result["ingest_cost_last_over_first"] = result["ingest"]["cost_last_over_first"]
+    _os_cache_warmed(result, options, "user pages")
     pages = user_pages_render(tenant=tenant, spaces=spaces, samples=options.samples, rng=rng)
+    _os_cache_checked(result, options)
     for name, timings in pages.items():
         result[f"{name}_ms"] = percentiles(timings, P3) | {"samples": len(timings), "note": USER_PAGE_NOTE}
+    _os_cache_warmed(result, options, "proxy")
     result["proxy"] = proxy_overhead(tenant=tenant, spaces=spaces, samples=options.samples, rng=rng, clock=clock)
+    _os_cache_checked(result, options)
     result["ratios"] = _ratios(result)
     return result
+
+
+def _os_cache_warmed(result: dict, options: BenchOptions, phase: str) -> None:
+    """Before a phase that reads users' rows from the OS cache, read the database's files through it (a warm run
+    only: `--cold` reads from disk on purpose); the report keeps what each read found (evaluation.bench.os_cache)."""
+    if not options.cold:
+        result["os_cache"].append(database_files_read(phase=phase, seed=options.seed))
+
+
+def _os_cache_checked(result: dict, options: BenchOptions) -> None:
+    """At the end of the phase `_os_cache_warmed` prepared, how long a random read of the page table takes now."""
+    if not options.cold and "skipped" not in result["os_cache"][-1]:
+        result["os_cache"][-1]["read_us_at_end"] = page_table_read_us(seed=options.seed)
 
 
 def _ratios(result: dict) -> dict:

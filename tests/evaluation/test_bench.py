@@ -126,6 +126,11 @@ def test_a_small_bench_run_writes_every_figure_and_removes_its_tenant(tmp_path, 
     # the overhead in direct calls: steadier than milliseconds on a machine whose speed comes and goes
     assert ratios["proxy_overhead_over_direct_p50"] == round(proxy["overhead_ms"]["p50"] / proxy["direct_ms"]["p50"], 2)
     assert len(bench["machine"]["load_average"]["before"]) == 3
+    # a warm run reads the database through before each phase that reads users' rows, and says what it found
+    assert [read["phase"] for read in bench["os_cache"]] == ["retrieval", "user pages", "proxy"]
+    for read in bench["os_cache"]:
+        timed = ("read_us_before", "read_us_after", "read_us_at_end")
+        assert "skipped" in read or all(read[key] > 0 for key in timed)
     assert bench["ingest"]["turns"] == 40
     assert bench["ingest"]["pages_stored"] == 40
     assert bench["ingest_cost_last_over_first"] > 0

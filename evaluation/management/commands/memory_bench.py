@@ -181,11 +181,23 @@ class Command(BaseCommand):
             f"{ratios['proxy_overhead_over_direct_p50']} × the direct call (p50); load average "
             f"{result['machine']['load_average']['before']} → {result['machine']['load_average']['after']}"
         )
+        for read in result.get("os_cache", []):
+            self.stdout.write(_os_cache_line(read))
         self.stdout.write(
             f"ingest: {ingest['turns']} turns at {ingest['turns_per_second']} turns/s; last/first {ingest['window']} "
             f"turns cost ratio {result['ingest_cost_last_over_first']} (target ≈ 1); LLM calls per stored turn "
             f"{result['llm_calls_per_stored_turn']} (target ≤ 1.0)"
         )
+
+
+def _os_cache_line(read: dict) -> str:
+    if "skipped" in read:
+        return f"OS cache before {read['phase']}: not read ({read['skipped']})"
+    return (
+        f"OS cache before {read['phase']}: a random 8 KB read took {read['read_us_before']} µs, "
+        f"{read['read_us_after']} µs once the database's {read['gb_read']} GB were read through ({read['seconds']} s), "
+        f"{read.get('read_us_at_end')} µs at the phase's end"
+    )
 
 
 def _cell(value: float | None) -> str:
