@@ -1,9 +1,9 @@
 """A local fake OpenAI-compatible server for load and integration tests: never used by the product.
 
-Serves `/v1/chat/completions` (a short reply at once, or word by word with `stream`; for the memory steps'
-JSON-mode prompts a JSON object in the shape `memory.steps.model_steps` validates), `/v1/embeddings` (hashed
-bag-of-words vectors, so retrieval still ranks by shared words) and `/v1/models`. It runs in a thread of the process
-that starts it; `fake_llm_server()` gives its base URL.
+Serves `/v1/chat/completions` (a short reply, or about REPLY_CHARS characters of prose, at once or word by word with
+`stream`; for the memory steps' JSON-mode prompts a JSON object in the shape `memory.steps.model_steps` validates),
+`/v1/embeddings` (hashed bag-of-words vectors, so retrieval still ranks by shared words) and `/v1/models`. It runs in
+a thread of the process that starts it; `fake_llm_server()` gives its base URL.
 
 Given `tools`, it calls the first one (arguments: the user's last message as `question`), streamed as OpenAI streams
 tool calls; once the last message is a tool's result, it answers TOOL_ANSWERED in words. The latest chat
@@ -13,6 +13,7 @@ completion requests are kept in `RECEIVED`, so a test can check what reached the
 from __future__ import annotations
 
 import json
+import random
 import re
 import threading
 import time
@@ -27,6 +28,11 @@ from memory.steps.model_steps import CHAIN_SYSTEM, CHAINS_SYSTEM, KNOWLEDGE_SYST
 
 MODEL = "fake-load-model"
 STREAM_DELAY = 0.05  # seconds between streamed words: slow enough for a client to hang up half-way
+SHORT_REPLY = "Thanks, I will remember that."
+# 0: a chat reply is SHORT_REPLY. Else about this many characters of prose, a few paragraphs drawn by the user's last
+# message (evaluation.devsets.PARAGRAPHS), as a chat model answers: memory_bench's proxy sets it, since storing a
+# reply costs with its length (its words are indexed twice) and a 29-character one flatters the proxy.
+REPLY_CHARS = 0
 EMBEDDING_DIMENSION = 64
 WORD = re.compile(r"[a-z0-9]{3,}")
 
@@ -61,7 +67,24 @@ def completion_text(request: dict[str, Any]) -> str:
         return json.dumps(ANSWERS[system])
     if messages and messages[-1].get("role") == "tool":
         return TOOL_ANSWERED
-    return "Thanks, I will remember that."
+    return prose_reply(_last_user_text(messages), REPLY_CHARS) if REPLY_CHARS else SHORT_REPLY
+
+
+def _last_user_text(messages: list[dict[str, Any]]) -> str:
+    return next((str(m.get("content") or "") for m in reversed(messages) if m.get("role") == "user"), "")
+
+
+def prose_reply(question: str, chars: int) -> str:
+    """About `chars` characters of prose, whole paragraphs drawn by `question` (so each question gets its own reply,
+    and the same question the same one), cut at the last word that fits."""
+    from evaluation.devsets import PARAGRAPHS
+
+    rng = random.Random(zlib.crc32(question.encode()))
+    paragraphs: list[str] = []
+    while sum(len(p) + 2 for p in paragraphs) < chars:
+        paragraphs.append(rng.choice(PARAGRAPHS))
+    text = "\n\n".join(paragraphs)
+    return text if len(text) <= chars else text[:chars].rsplit(" ", 1)[0]
 
 
 def tool_calls(request: dict[str, Any]) -> list[dict[str, Any]]:

@@ -5,10 +5,13 @@ for a random full user each time, in random order within each pair. The overhead
 reply and a streamed one are timed for two users drawn apart (a streamed reply asked right after the same user's whole
 one would find their rows in PostgreSQL's cache).
 
-The memory steps that recording a turn queues run in this process (Celery eager) and are the worker's time, not the
-request's: the bench's task clock takes them out, as it does for retrieval. The fake streams without its usual pause
-between words, so a streamed reply costs the time to produce it, not to wait for it; first-token figures count to the
-first piece of text (the proxy's opening role chunk does not count).
+The fake model answers about REPLY_CHARS characters of prose, as a chat model does: recording the turn indexes the
+reply's words (twice, `Page.search` and `search_keys`), so its length is part of the proxy's cost, and the fake's
+usual 29-character sentence left some of it out (docs/results.md, 29 November 2026). The memory steps that recording
+a turn queues run in this process (Celery eager) and are the worker's time, not the request's: the bench's task clock
+takes them out, as it does for retrieval. The fake streams without its usual pause between words, so a streamed reply
+costs the time to produce it, not to wait for it; first-token figures count to the first piece of text (the proxy's
+opening role chunk does not count).
 """
 
 from __future__ import annotations
@@ -34,20 +37,21 @@ from memory.services.api_tokens import api_token_create
 from memory.services.audit import Actor
 
 PROXY_URL = "/v1/chat/completions"
+REPLY_CHARS = 1000  # the fake model's reply: a few paragraphs, as a chat model answers (stored and indexed)
 P3 = (50, 95, 99)
 NOTE = (
     "proxy minus direct, paired, in ms: the proxy through Django's test client (no network to it), the model a fake "
-    "OpenAI-compatible server over real HTTP on loopback in both; the memory steps a turn queues (the worker's) are "
-    "taken out"
+    "OpenAI-compatible server over real HTTP on loopback in both, answering about 1,000 characters of prose; the "
+    "memory steps a turn queues (the worker's) are taken out"
 )
 
 
 @contextmanager
 def _model_over_http() -> Iterator[str]:
     """The fake model on a local port, configured as the site's model (the bench's in-process fake set aside)."""
-    pause, client_log = fake_llm.STREAM_DELAY, logging.getLogger("httpx")
+    pause, length, client_log = fake_llm.STREAM_DELAY, fake_llm.REPLY_CHARS, logging.getLogger("httpx")
     level = client_log.level
-    fake_llm.STREAM_DELAY = 0.0
+    fake_llm.STREAM_DELAY, fake_llm.REPLY_CHARS = 0.0, REPLY_CHARS
     client_log.setLevel(logging.WARNING)  # the openai client's httpx logs every request at INFO
     try:
         with fake_llm.fake_llm_server() as base_url, use_llm(None):
@@ -56,7 +60,7 @@ def _model_over_http() -> Iterator[str]:
             with settings_changed(**values, API_RATE_LIMIT="100000/s", ALLOWED_HOSTS=[*settings.ALLOWED_HOSTS, HOST]):
                 yield base_url
     finally:
-        fake_llm.STREAM_DELAY = pause
+        fake_llm.STREAM_DELAY, fake_llm.REPLY_CHARS = pause, length
         client_log.setLevel(level)
 
 
