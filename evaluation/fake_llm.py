@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from evaluation.devsets import PARAGRAPHS
 from memory.steps.model_steps import CHAIN_SYSTEM, CHAINS_SYSTEM, KNOWLEDGE_SYSTEM, PROFILE_SYSTEM, PROMOTION_SYSTEM
 
 MODEL = "fake-load-model"
@@ -67,18 +68,17 @@ def completion_text(request: dict[str, Any]) -> str:
         return json.dumps(ANSWERS[system])
     if messages and messages[-1].get("role") == "tool":
         return TOOL_ANSWERED
-    return prose_reply(_last_user_text(messages), REPLY_CHARS) if REPLY_CHARS else SHORT_REPLY
+    return prose_reply(str(_last_user_content(messages) or ""), REPLY_CHARS) if REPLY_CHARS else SHORT_REPLY
 
 
-def _last_user_text(messages: list[dict[str, Any]]) -> str:
-    return next((str(m.get("content") or "") for m in reversed(messages) if m.get("role") == "user"), "")
+def _last_user_content(messages: list[dict[str, Any]]) -> Any:
+    """The content of the last user message as sent ("" when there is none)."""
+    return next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
 
 
 def prose_reply(question: str, chars: int) -> str:
     """About `chars` characters of prose, whole paragraphs drawn by `question` (so each question gets its own reply,
     and the same question the same one), cut at the last word that fits."""
-    from evaluation.devsets import PARAGRAPHS
-
     rng = random.Random(zlib.crc32(question.encode()))
     paragraphs: list[str] = []
     while sum(len(p) + 2 for p in paragraphs) < chars:
@@ -92,7 +92,7 @@ def tool_calls(request: dict[str, Any]) -> list[dict[str, Any]]:
     messages, tools = request.get("messages") or [], request.get("tools") or []
     if not tools or (messages and messages[-1].get("role") == "tool"):
         return []
-    question = next((m.get("content") for m in reversed(messages) if m.get("role") == "user"), "")
+    question = _last_user_content(messages)
     function = {"name": tools[0]["function"]["name"], "arguments": json.dumps({"question": question})}
     return [{"id": TOOL_CALL_ID, "type": "function", "function": function}]
 
