@@ -24,7 +24,8 @@ class AuditEntry(models.Model):
     tombstone kept, so only the tombstoning service can make one and nothing left in it can be rewritten.
     """
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="audit_entries")
+    # No index of its own: audit_seq_per_tenant (tenant, seq) leads with it, as the other three do (migration 0036)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="audit_entries", db_index=False)
     seq = models.BigIntegerField()
     created_at = models.DateTimeField()
     actor_kind = models.CharField(max_length=10, choices=ActorKind.choices)
@@ -49,7 +50,6 @@ class AuditEntry(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["tenant", "seq"], name="audit_seq_per_tenant")]
         indexes = [
-            models.Index(fields=["tenant", "-seq"], name="audit_tenant_seq"),
             models.Index(fields=["tenant", "subject_id", "-seq"], name="audit_tenant_subject"),
             models.Index(fields=["tenant", "action", "-seq"], name="audit_tenant_action"),
         ]

@@ -21,7 +21,8 @@ class ChatReply(models.Model):
     A failed reply keeps the user's message (to retry) and stores no page.
     """
 
-    space = models.ForeignKey(MemorySpace, on_delete=models.CASCADE, related_name="replies")
+    # No index of its own: one_reply_per_idempotency_key and reply_space_recent lead with it (migration 0036)
+    space = models.ForeignKey(MemorySpace, on_delete=models.CASCADE, related_name="replies", db_index=False)
     idempotency_key = models.CharField(max_length=100)
     status = models.CharField(max_length=7, choices=ReplyStatus.choices, default=ReplyStatus.PENDING)
     user_message = models.TextField()

@@ -39,7 +39,8 @@ class Assistant(models.Model):
 class EndUser(models.Model):
     """A person the assistant talks to. May log in to chat through `account`."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="end_users")
+    # No index of its own: end_user_external_id_per_tenant and end_user_recent lead with it (migration 0036)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="end_users", db_index=False)
     external_id = models.CharField(max_length=128)
     display_name = models.CharField(max_length=200, blank=True)
     email = models.EmailField(blank=True)

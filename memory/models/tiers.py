@@ -171,7 +171,8 @@ class Page(models.Model):
 
     item_kind: ClassVar[str] = "page"  # its name in memory.items and in audit entries' target_type
 
-    space = models.ForeignKey(MemorySpace, on_delete=models.CASCADE, related_name="pages")
+    # No index of its own: page_seq_per_space (space, seq) leads with it, as three other indexes do (migration 0036)
+    space = models.ForeignKey(MemorySpace, on_delete=models.CASCADE, related_name="pages", db_index=False)
     seq = models.BigIntegerField()
     user_message = models.TextField()
     assistant_reply = models.TextField()
@@ -240,7 +241,6 @@ class Page(models.Model):
         ]
         indexes = [
             models.Index(fields=["space", "tier", "seq"], name="page_space_tier_seq"),
-            models.Index(fields=["segment", "seq"], name="page_segment_seq"),
             # retrieval asks for a space's pinned pages on every query: few rows, found without a scan
             models.Index(fields=["space"], condition=models.Q(pinned=True), name="page_space_pinned"),
             # a space's mid-term pages that wait for placement: counted on every turn that overflows STM, without
