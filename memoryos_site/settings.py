@@ -386,6 +386,9 @@ MEMORY_VISIT_RELEVANCE = env_float("MEMORY_VISIT_RELEVANCE", 0.3)
 # Retrieval's two page channels (vectors, full text) run on two more connections at the same time as its other
 # reads (not inside a transaction): a retrieval waits for the longest of the three, not their sum.
 MEMORY_PARALLEL_READS = env_bool("MEMORY_PARALLEL_READS", True)
+# The full-text channel's statement, read beside, is prepared on its side connection and planned once for any question
+# (a generic plan) once PostgreSQL finds that plan as cheap; off behind a pooler that cannot keep prepared statements.
+MEMORY_PREPARED_READS = env_bool("MEMORY_PREPARED_READS", True)
 # The worker is woken to count queued visits at most once per this many seconds (0: after every retrieval).
 MEMORY_VISITS_WAKE_SECONDS = env_int("MEMORY_VISITS_WAKE_SECONDS", 1)
 MEMORY_CONTINUITY_THRESHOLD = env_float("MEMORY_CONTINUITY_THRESHOLD", 0.35)

@@ -52,6 +52,7 @@ class Statement:
         False  # may run on a side reader's connection, beside the batch (`memory.retrieval.side_readers.rows_beside`)
     )
     rows: list[tuple] = field(default_factory=list)
+    prepared: bool = False  # beside, planned once per side connection (`side_readers.prepared_rows`)
 
 
 class Batch:
@@ -70,8 +71,8 @@ class Batch:
     def __init__(self) -> None:
         self.statements: list[Statement] = []
 
-    def add(self, sql: str, params: dict, *, beside: bool = False) -> Statement:
-        statement = Statement(sql, params, beside)
+    def add(self, sql: str, params: dict, *, beside: bool = False, prepared: bool = False) -> Statement:
+        statement = Statement(sql, params, beside, prepared=prepared)
         self.statements.append(statement)
         return statement
 
@@ -113,7 +114,7 @@ class Batch:
 def _rows_beside(statement: Statement) -> Future:
     """The statement's rows from a side reader, or the error that kept one from reading them."""
     try:
-        return rows_beside(statement.sql, statement.params)
+        return rows_beside(statement.sql, statement.params, prepared=statement.prepared)
     except RuntimeError as exc:  # no new threads while the interpreter shuts down
         failed: Future = Future()
         failed.set_exception(exc)

@@ -158,7 +158,7 @@ class _Retrieval:
         if self.config.lexical and self.terms:
             lexical = lexical_sql(len(self.terms))
             params = lexical_params(space, self.terms, self.vector, common_terms())
-            self.reads["words"] = batch.add(lexical, params, beside=True)
+            self.reads["words"] = batch.add(lexical, params, beside=True, prepared=True)
         if self.config.time:
             self.result.time_range = query_time_range(query, self.now)
             if self.result.time_range is not None:

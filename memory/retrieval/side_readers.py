@@ -3,17 +3,24 @@ visits queue), and reads run beside the request's own connection."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 
+import psycopg
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+logger = logging.getLogger(__name__)
+
 SIDE_READERS = 2  # threads (each with its own connection) per process that run reads beside a request's own
+# psycopg's own default. Only server-binding cursors (`prepared_rows`) ever prepare: Django's client-binding cursors,
+# which every other statement on a side connection uses, never do.
+PREPARE_THRESHOLD = 5
 
 
 def several_statements_per_execute() -> bool:
@@ -44,6 +51,7 @@ class _SideReaders:
         self._executor: ThreadPoolExecutor | None = None
         self._pid = 0
         self._opened: set[BaseDatabaseWrapper] = set()
+        self.preparing = True  # until the server loses a prepared statement (`preparing_refused`)
 
     def submit(self, read: Callable[[BaseDatabaseWrapper], list[tuple]]) -> Future:
         with self._lock:
@@ -63,6 +71,17 @@ class _SideReaders:
         except Exception:
             side.close()  # a broken connection is opened again by the next read
             raise
+
+    def preparing_refused(self) -> None:
+        """The server lost or confused a prepared statement (a connection pooler that cannot keep them): this process
+        prepares no more, and the read that failed is read again on the request's connection (rows.Batch)."""
+        if self.preparing:
+            self.preparing = False
+            logger.warning(
+                "The database lost a prepared statement (a connection pooler that cannot keep them?): retrieval's "
+                "full-text channel is no longer prepared in this process. Set MEMORY_PREPARED_READS=false, or give "
+                "PgBouncer 1.21+ max_prepared_statements."
+            )
 
     def close(self) -> None:
         """Stop the threads and close their connections (the test database is dropped only once none is open)."""
@@ -89,14 +108,38 @@ def stopped_threads_connections_close(opened: Iterable[BaseDatabaseWrapper]) -> 
 side_readers = _SideReaders()
 
 
-def rows_beside(sql: str, params: dict) -> Future:
+def rows_beside(sql: str, params: dict, *, prepared: bool = False) -> Future:
     """Run `sql` on a side reader's connection, now, while this thread goes on with its own; the future's result is
     the rows. The statement sees its own snapshot: use it for reads that need not agree row for row with the
-    caller's other reads."""
+    caller's other reads. `prepared`: a statement PostgreSQL may plan once per connection (`prepared_rows`)."""
 
     def read(side: BaseDatabaseWrapper) -> list[tuple]:
         with side.cursor() as cursor:
+            if prepared and settings.MEMORY_PREPARED_READS and side_readers.preparing:
+                return prepared_rows(side, sql, params)
             cursor.execute(sql, params)
             return cursor.fetchall()
 
     return side_readers.submit(read)
+
+
+def prepared_rows(side: BaseDatabaseWrapper, sql: str, params: dict) -> list[tuple]:
+    """`sql`'s rows, its parameters bound by the server and the statement prepared on this connection at its first
+    run: PostgreSQL then plans it from scratch for its first five runs and afterwards reuses a plan made for any
+    parameters (a generic plan) when its estimated cost is no worse than theirs (`plan_cache_mode` auto).
+
+    Only for statements whose generic plan was measured to be as good (the full-text channel: its planning was a
+    fifth to a quarter of its time, docs/decisions/0027-words-channel-planned-once.md); the vector channel's is not.
+    psycopg keeps the connection's prepared statements (at most `prepared_max`) and PostgreSQL re-plans them after a
+    schema change. Behind a pooler, prepared statements need PgBouncer 1.21 or later with `max_prepared_statements`
+    set, or MEMORY_PREPARED_READS off."""
+    raw = side.connection
+    if raw.prepare_threshold is None:  # Django turns preparing off (for poolers); a server cursor may prepare again
+        raw.prepare_threshold = PREPARE_THRESHOLD
+    try:
+        with psycopg.Cursor(raw) as cursor:
+            cursor.execute(sql, params, prepare=True)
+            return cursor.fetchall()
+    except (psycopg.errors.InvalidSqlStatementName, psycopg.errors.DuplicatePreparedStatement):
+        side_readers.preparing_refused()
+        raise

@@ -1,6 +1,7 @@
 """Retrieval's page channels (vectors, full text) run on side connections beside its other reads, outside a
 transaction: the same result as on one connection, which a transaction's retrieval keeps, as does one whose side
-read fails."""
+read fails. The full-text channel is prepared on its side connection (planned once for any question), unless
+MEMORY_PREPARED_READS is off; the vector channel never is."""
 
 from __future__ import annotations
 
@@ -8,13 +9,18 @@ import time
 from concurrent.futures import Future
 from unittest.mock import patch
 
+import psycopg
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from memory.retrieval import rows
+from memory.retrieval import side_readers as side_reads
+from memory.retrieval.channels import lexical_params, lexical_sql, query_terms
+from memory.retrieval.rows import vector_text
 from memory.retrieval.search import retrieve
-from memory.retrieval.side_readers import side_readers
+from memory.retrieval.side_readers import prepared_rows, side_readers
+from memory.services.embedding_state import embedder_for_store
 from tests import builders
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -63,13 +69,13 @@ def test_inside_a_transaction_every_read_stays_on_its_connection(space):
     assert channels(here) == {"words", "vector"}
 
 
-def lost_connection(sql, params) -> Future:
+def lost_connection(sql, params, **_) -> Future:
     failed = Future()
     failed.set_exception(ConnectionError("side connection lost"))
     return failed
 
 
-def shutting_down(sql, params) -> Future:
+def shutting_down(sql, params, **_) -> Future:
     raise RuntimeError("cannot schedule new futures after interpreter shutdown")
 
 
@@ -98,3 +104,72 @@ def backends_alive(pids: set[int]) -> set[int]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pid FROM pg_stat_activity WHERE pid = ANY(%s)", [list(pids)])
         return {row[0] for row in cursor.fetchall()}
+
+
+def prepared_reads(space) -> list[str]:
+    """What the side readers prepared during one retrieval: each prepared statement's channel."""
+    seen: list[str] = []
+
+    def spy(side, sql, params):
+        seen.extend(channels(sql) or {"other"})
+        return prepared_rows(side, sql, params)
+
+    with patch.object(side_reads, "prepared_rows", spy):
+        retrieve(space=space, query=QUESTION, record_visits=False)
+    return seen
+
+
+def test_the_words_channel_alone_is_prepared_on_its_side_connection(space):
+    assert prepared_reads(space) == ["words"], "the vector channel's generic plan is far slower: never prepared"
+
+
+def test_with_prepared_reads_off_nothing_is_prepared_and_the_result_is_the_same(space, settings):
+    prepared = ranked(retrieve(space=space, query=QUESTION, record_visits=False))
+    settings.MEMORY_PREPARED_READS = False
+    assert prepared_reads(space) == []
+    assert ranked(retrieve(space=space, query=QUESTION, record_visits=False)) == prepared
+
+
+@pytest.mark.parametrize("question", [QUESTION, "band", "the wedding", "curry lunch garage song played"])
+def test_a_prepared_words_statement_finds_what_it_finds_unprepared_run_after_run(space, question):
+    sql, params = words_statement(space, question)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        unprepared = cursor.fetchall()
+    before = words_plans_used()
+    runs = [prepared_rows(connection, sql, params) for _ in range(7)]  # past PostgreSQL's five custom plans
+    assert unprepared and all(run == unprepared for run in runs)
+    assert words_plans_used() == before + 7, "prepared on this connection, each run from a plan of it"
+
+
+def words_statement(space, question: str) -> tuple[str, dict]:
+    """The full-text channel's statement for `question`, as retrieval sends it."""
+    terms = query_terms(question)
+    vector = vector_text(embedder_for_store().embed([question])[0])
+    return lexical_sql(len(terms)), lexical_params(space, terms, vector)
+
+
+def words_plans_used() -> int:
+    """How many times this connection's prepared full-text statements were run from a plan (custom or generic)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(sum(generic_plans + custom_plans), 0) FROM pg_prepared_statements WHERE statement LIKE %s",
+            ["%ts_rank_cd%"],
+        )
+        return cursor.fetchone()[0]
+
+
+def test_a_server_that_loses_prepared_statements_turns_preparing_off_and_retrieval_reads_on(space, monkeypatch):
+    monkeypatch.setattr(side_readers, "preparing", True)  # put back after the test
+    expected = ranked(retrieve(space=space, query=QUESTION, record_visits=False))
+    sql, params = words_statement(space, QUESTION)
+    try:
+        prepared_rows(connection, sql, params)
+        connection.connection.pgconn.exec_(b"DEALLOCATE ALL")  # as a pooler does that hands over another server
+        with pytest.raises(psycopg.errors.InvalidSqlStatementName):
+            prepared_rows(connection, sql, params)
+    finally:
+        connection.close()  # psycopg still names the lost statement on this connection
+    assert side_readers.preparing is False
+    assert prepared_reads(space) == []
+    assert ranked(retrieve(space=space, query=QUESTION, record_visits=False)) == expected
