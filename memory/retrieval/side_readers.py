@@ -29,6 +29,14 @@ def several_statements_per_execute() -> bool:
     return not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")
 
 
+def prepared_reads_allowed() -> bool:
+    """Whether a side read may be prepared (`prepared_rows`): when enabled (MEMORY_PREPARED_READS), while the server
+    keeps prepared statements (`_SideReaders.preparing_refused`), and with Django's client-side binding, under which
+    no other statement of the side connection can be prepared (with `server_side_binding`, psycopg would prepare every
+    statement repeated five times, the vector channel's too, whose generic plan is ten times slower)."""
+    return settings.MEMORY_PREPARED_READS and side_readers.preparing and several_statements_per_execute()
+
+
 def reads_beside_allowed() -> bool:
     """Whether a read may run on another connection at the same time as this thread's: when enabled
     (MEMORY_PARALLEL_READS) and this thread is not inside a transaction, whose reads must see its own writes."""
@@ -115,7 +123,7 @@ def rows_beside(sql: str, params: dict, *, prepared: bool = False) -> Future:
 
     def read(side: BaseDatabaseWrapper) -> list[tuple]:
         with side.cursor() as cursor:
-            if prepared and settings.MEMORY_PREPARED_READS and side_readers.preparing:
+            if prepared and prepared_reads_allowed():
                 return prepared_rows(side, sql, params)
             cursor.execute(sql, params)
             return cursor.fetchall()

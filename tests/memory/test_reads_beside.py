@@ -173,3 +173,11 @@ def test_a_server_that_loses_prepared_statements_turns_preparing_off_and_retriev
     assert side_readers.preparing is False
     assert prepared_reads(space) == []
     assert ranked(retrieve(space=space, query=QUESTION, record_visits=False)) == expected
+
+
+def test_with_server_side_binding_nothing_is_prepared(space, monkeypatch):
+    # psycopg would then prepare any statement run five times on the side connection, the vector channel's too
+    monkeypatch.setitem(
+        connection.settings_dict, "OPTIONS", {**connection.settings_dict["OPTIONS"], "server_side_binding": True}
+    )
+    assert prepared_reads(space) == []
