@@ -343,6 +343,13 @@ def _claim(rule: _Rule, match: re.Match[str]) -> Claim | None:
     return Claim(slot=slot, value=value, ended=rule.ends)
 
 
+def claims_read_ahead(texts: Iterable[str]) -> None:
+    """Read the claims of `texts` now, so that `replacements` finds them remembered (`_claims_of`): retrieval reads
+    those of the turns and facts it already has while its page channels are still being read beside."""
+    for text in texts:
+        claims(text)
+
+
 def current_claims(text: str) -> dict[str, Claim]:
     """The slot → claim a text leaves standing: its last claim of each slot."""
     standing: dict[str, Claim] = {}

@@ -56,7 +56,7 @@ from memory.services.embedding_state import embedder_for_store
 from memory.services.visits import retrieval_visits_record
 from memory.text import extract_keywords
 from memory.timeframes import query_time_range
-from memory.validity import Replacement, Said, replacements
+from memory.validity import Replacement, Said, claims_read_ahead, replacements
 
 
 def retrieve(
@@ -197,6 +197,9 @@ class _Retrieval:
         for entry in instances(KnowledgeEntry, reads["knowledge"].rows, extra=extra):
             target = result.user_knowledge if entry.kind == KnowledgeKind.USER else result.assistant_knowledge
             target.append(ScoredKnowledge(entry=entry, score=extra_float(entry, "score")))
+        # what _mark_earlier will compare, read while the page channels are still read beside (not after them)
+        claims_read_ahead([p.user_message for p in [*result.short_term, *result.pinned_pages]])
+        claims_read_ahead(k.entry.text for k in result.user_knowledge)
 
     def remember_channels(self) -> None:
         """The page channels' lists, once every read of the first batch has its rows."""

@@ -14,7 +14,7 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from memory.retrieval import rows
+from memory.retrieval import rows, search
 from memory.retrieval import side_readers as side_reads
 from memory.retrieval.channels import lexical_params, lexical_sql, query_terms
 from memory.retrieval.rows import vector_text
@@ -181,3 +181,27 @@ def test_with_server_side_binding_nothing_is_prepared(space, monkeypatch):
         connection.settings_dict, "OPTIONS", {**connection.settings_dict["OPTIONS"], "server_side_binding": True}
     )
     assert prepared_reads(space) == []
+
+
+def test_the_claims_of_short_term_turns_are_read_before_the_channels_rows_are_waited_for(space):
+    order: list[str] = []
+    with (
+        patch.object(search, "claims_read_ahead", lambda texts: order.extend(texts)),
+        patch.object(search, "replacements", lambda said: order.append("compared") or {}),
+        patch.object(rows.Batch, "run", spied_run(order)),
+    ):
+        retrieve(space=space, query=QUESTION, record_visits=False)
+    first_batch = order[: order.index("first batch read")]
+    assert "Lunch was a curry" in first_batch, "read while the page channels were read beside"
+    assert order.index("compared") > order.index("first batch read")
+
+
+def spied_run(order: list[str]):
+    run = rows.Batch.run
+
+    def spied(batch, meanwhile=None):
+        run(batch, meanwhile)
+        if meanwhile is not None:
+            order.append("first batch read")
+
+    return spied

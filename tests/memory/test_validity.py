@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
+from datetime import UTC, datetime
 
 import pytest
 
@@ -126,3 +127,15 @@ def test_a_hostile_input_is_read_in_linear_time():
         claims(shape * (8000 // len(shape)))
     # only the first SCANNED_CHARS are read, and every pattern is linear: far under a second even on a busy machine
     assert time.perf_counter() - started < 2.0
+
+
+def test_claims_read_ahead_are_remembered_when_retrieval_compares_what_it_found():
+    said = [
+        validity.Said(("page", 1), "I live in Lisbon.", datetime(2026, 1, 1, tzinfo=UTC)),
+        validity.Said(("page", 2), "I moved to Porto last week.", datetime(2026, 3, 1, tzinfo=UTC)),
+    ]
+    validity._claims_of.cache_clear()
+    validity.claims_read_ahead(item.text for item in said)
+    parsed = validity._claims_of.cache_info().misses
+    assert validity.replacements(said)[("page", 1)].by == ("page", 2)
+    assert validity._claims_of.cache_info().misses == parsed, "nothing parsed again"
