@@ -12,6 +12,7 @@ of queries whatever the size of memory (pinned in tests/memory/test_retrieval.py
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from django.conf import settings
@@ -198,8 +199,7 @@ class _Retrieval:
             target = result.user_knowledge if entry.kind == KnowledgeKind.USER else result.assistant_knowledge
             target.append(ScoredKnowledge(entry=entry, score=extra_float(entry, "score")))
         # what _mark_earlier will compare, read while the page channels are still read beside (not after them)
-        claims_read_ahead([p.user_message for p in [*result.short_term, *result.pinned_pages]])
-        claims_read_ahead(k.entry.text for k in result.user_knowledge)
+        claims_read_ahead(s.text for s in _said([*result.short_term, *result.pinned_pages], result.user_knowledge))
 
     def remember_channels(self) -> None:
         """The page channels' lists, once every read of the first batch has its rows."""
@@ -272,10 +272,7 @@ def _mark_earlier(result: RetrievalResult) -> None:
     """Which found pages are no longer current (`RetrievalResult.earlier`), and each ranked after the page that
     replaced it: of two turns that give one thing different values, the newer answers first."""
     pages = {p.id: p for p in [*result.short_term, *result.pinned_pages, *(s.page for s in result.ranked)]}
-    said = [Said(("page", p.id), p.user_message, p.at) for p in pages.values()]
-    said += [Said(("knowledge", k.entry.id), k.entry.text, k.entry.valid_from or k.entry.created_at)
-             for k in result.user_knowledge]  # fmt: skip
-    for (kind, item_id), replacement in replacements(said).items():
+    for (kind, item_id), replacement in replacements(_said(pages.values(), result.user_knowledge)).items():
         if kind == "page":
             result.earlier[item_id] = replacement
     for page in pages.values():
@@ -284,6 +281,13 @@ def _mark_earlier(result: RetrievalResult) -> None:
     if result.earlier:
         result.ranked = newer_first(result.ranked, result.earlier)
         result.pages = [p for p in result.ranked if p.page.tier == Tier.MID_TERM]
+
+
+def _said(pages: Iterable[Page], knowledge: Iterable[ScoredKnowledge]) -> list[Said]:
+    """What `_mark_earlier` compares: each page's user message and each fact's text, with when it was said."""
+    said = [Said(("page", p.id), p.user_message, p.at) for p in pages]
+    said += [Said(("knowledge", k.entry.id), k.entry.text, k.entry.valid_from or k.entry.created_at) for k in knowledge]
+    return said
 
 
 def newer_first(ranked: list[ScoredPage], earlier: dict[int, Replacement]) -> list[ScoredPage]:

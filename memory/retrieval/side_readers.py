@@ -122,9 +122,9 @@ def rows_beside(sql: str, params: dict, *, prepared: bool = False) -> Future:
     caller's other reads. `prepared`: a statement PostgreSQL may plan once per connection (`prepared_rows`)."""
 
     def read(side: BaseDatabaseWrapper) -> list[tuple]:
+        if prepared and prepared_reads_allowed():
+            return prepared_rows(side, sql, params)
         with side.cursor() as cursor:
-            if prepared and prepared_reads_allowed():
-                return prepared_rows(side, sql, params)
             cursor.execute(sql, params)
             return cursor.fetchall()
 
@@ -141,6 +141,7 @@ def prepared_rows(side: BaseDatabaseWrapper, sql: str, params: dict) -> list[tup
     psycopg keeps the connection's prepared statements (at most `prepared_max`) and PostgreSQL re-plans them after a
     schema change. Behind a pooler, prepared statements need PgBouncer 1.21 or later with `max_prepared_statements`
     set, or MEMORY_PREPARED_READS off."""
+    side.ensure_connection()
     raw = side.connection
     if raw.prepare_threshold is None:  # Django turns preparing off (for poolers); a server cursor may prepare again
         raw.prepare_threshold = PREPARE_THRESHOLD
